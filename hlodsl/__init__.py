@@ -1,0 +1,25 @@
+"""hlodsl: XLA's HLO operations embedded in Python by multiple dispatch.
+
+>>> import numpy as np, hlodsl as hd
+>>> from hlodsl.stdlib import exp, sum
+>>> softmax = hd.compile(lambda xs: exp(xs) / sum(exp(xs)))
+>>> softmax(hd.array(np.zeros(4, np.float32)))
+Array[float32, (4,)]([0.25, 0.25, 0.25, 0.25])
+"""
+
+from .dtypes import (  # noqa: F401
+    Bool, ComplexFloating, ElementType, Floating, Inexact, Integer, Number, SignedInteger,
+    UnsignedInteger, bfloat16, bool_, complex64, complex128, element_type, float16, float32,
+    float64, int8, int16, int32, int64, pred, uint8, uint16, uint32, uint64,
+)
+from .errors import HloDslError, ShapeError, StagingError, XlaCompileError  # noqa: F401
+from .types import ArrayType, TupleType  # noqa: F401
+from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
+from .dispatch import dispatch  # noqa: F401
+from .op import HloOp, registry  # noqa: F401
+from .compile import Compiled, compile  # noqa: F401
+from .introspect import code_hlo, code_typed  # noqa: F401
+
+from . import ops, stdlib  # noqa: E402,F401  (the layers above the core)
+
+__version__ = "0.1.0"

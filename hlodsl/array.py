@@ -1,0 +1,274 @@
+"""``Array[T, Shape]``: immutable shaped arrays typed by element type and shape.
+
+This is the paper's ``XRTArray{T, Shp, N}``: the element type and the static
+shape are type parameters, so plum dispatches on element type, rank and shape.
+An ``Array`` is either *concrete* (it holds a PJRT device buffer) or *symbolic*
+(it stands for a value in a program being staged). Both are instances of the
+same class, so the same methods apply to both; ops execute concrete ones and
+stage symbolic ones.
+
+Shape parameters in signatures may use ``None`` for "any size" and ``...`` for
+"any rank"; the element type may be abstract (``Floating``, ``Number``, ...):
+
+>>> import numpy as np, hlodsl as hd
+>>> A = hd.array(np.ones((3, 4), np.float32))
+>>> type(A)
+hlodsl.Array[float32, (3, 4)]
+>>> isinstance(A, hd.Matrix), isinstance(A, hd.Vector), isinstance(A, hd.Matrix[hd.Floating])
+(True, False, True)
+>>> A.shape, A.dtype, A.ndim, A.size
+((3, 4), float32, 2, 12)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from plum import CovariantMeta, parametric
+
+from . import dtypes
+from .dtypes import ElementType, element_type
+from .errors import staging_error
+from .types import ArrayType
+
+__all__ = ["Array", "array", "Scalar", "Vector", "Matrix", "is_symbolic"]
+
+_ANY_SHAPE = ...
+
+
+def _shape_str(shape) -> str:
+    if shape is _ANY_SHAPE:
+        return "..."
+    inner = ", ".join(str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+class ArrayMeta(CovariantMeta):
+    """Metaclass of ``Array``: readable names, and ``Matrix[float32]``-style aliases."""
+
+    def __getitem__(cls, p):
+        # A concrete alias whose element type is the wildcard (``Matrix``) can be
+        # narrowed by element type: ``Matrix[float32]`` is ``Array[float32, (None, None)]``.
+        if getattr(cls, "_concrete", False):
+            dtype, shape = cls._type_parameter
+            if dtype is ElementType and not isinstance(p, tuple):
+                return Array[p, shape]
+        sub = super().__getitem__(p)
+        dtype, shape = sub._type_parameter
+        dname = "ElementType" if dtype is ElementType else dtype.__name__
+        # repr(cls) must equal the "module.qualname" that ``cls | int`` prints
+        # (beartype, under plum, checks this), so the readable name is the qualname.
+        sub.__qualname__ = sub.__name__ = f"Array[{dname}, {_shape_str(shape)}]"
+        sub.__module__ = "hlodsl"
+        return sub
+
+    def __repr__(cls) -> str:
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@parametric
+class Array(metaclass=ArrayMeta):
+    """An immutable array whose type carries its element type and static shape.
+
+    ``Array[float32, (3, 4)]`` is the class of float32 3x4 arrays. In dispatch
+    signatures, ``Array[Floating, (None, None)]`` matches any float matrix and
+    ``Array[int32, ...]`` any int32 array. Create concrete arrays with
+    :func:`hlodsl.array`.
+    """
+
+    # Method resolution may be cached by argument types: dispatch on ``Array``
+    # subclasses depends only on the type parameters (see DESIGN.md pitfalls).
+    __faithful__ = True
+    __array_priority__ = 100  # numpy defers ``ndarray + Array`` to us
+
+    _buf: object  # PJRT buffer (a jax Array, used only as a device buffer)
+    _node: object  # staging graph node, when symbolic
+
+    @classmethod
+    def __init_type_parameter__(cls, dtype=ElementType, shape=_ANY_SHAPE):
+        if not (isinstance(dtype, type) and issubclass(dtype, ElementType)):
+            dtype = element_type(dtype)
+        if shape is not _ANY_SHAPE:
+            if isinstance(shape, int):
+                shape = (shape,)
+            if not isinstance(shape, (tuple, list)) or not all(
+                d is None or (isinstance(d, (int, np.integer)) and d >= 0) for d in shape
+            ):
+                raise TypeError(
+                    f"Array shape parameter must be a tuple of non-negative ints or None, "
+                    f"or ..., got {shape!r}"
+                )
+            shape = tuple(None if d is None else int(d) for d in shape)
+        return dtype, shape
+
+    @classmethod
+    def __le_type_parameter__(cls, left, right) -> bool:
+        (ldt, lshape), (rdt, rshape) = left, right
+        if not issubclass(ldt, rdt):
+            return False
+        if rshape is _ANY_SHAPE:
+            return True
+        if lshape is _ANY_SHAPE or len(lshape) != len(rshape):
+            return False
+        return all(r is None or l == r for l, r in zip(lshape, rshape))
+
+    # -- construction (internal) ----------------------------------------------
+
+    @staticmethod
+    def _from_buffer(buf, type_: ArrayType) -> Array:
+        a = object.__new__(array_class(type_))
+        a._buf = buf
+        a._node = None
+        return a
+
+    @staticmethod
+    def _from_node(node) -> Array:
+        a = object.__new__(array_class(node.type))
+        a._buf = None
+        a._node = node
+        return a
+
+    # -- static properties ---------------------------------------------------
+
+    @property
+    def type(self) -> ArrayType:
+        """The abstract type (element type and shape) of this array."""
+        t = _TYPES.get(type(self))
+        return t if t is not None else ArrayType(self.dtype, self.shape)
+
+    @property
+    def dtype(self) -> type[ElementType]:
+        return type(self)._type_parameter[0]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return type(self)._type_parameter[1]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return self.type.size
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a rank-0 array")
+        return self.shape[0]
+
+    @property
+    def is_symbolic(self) -> bool:
+        return self._buf is None
+
+    # -- conversion to host --------------------------------------------------
+
+    def _require_value(self, what: str):
+        if self._buf is None:
+            raise staging_error(
+                f"{what} needs the value of a symbolic array {self.type} while staging; "
+                "its value is only known when the compiled program runs. Use "
+                "hlodsl.stdlib.where/ops.Select for data-dependent choices"
+                " instead of Python control flow"
+            )
+        return self._buf
+
+    def __array__(self, dtype=None, copy=None):
+        out = np.asarray(self._require_value("conversion to numpy"))
+        return out if dtype is None else out.astype(dtype)
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self)
+
+    def item(self):
+        return np.asarray(self).item()
+
+    def __bool__(self) -> bool:
+        self._require_value("Python `if`/`while`/`bool()`")
+        if self.size != 1:
+            raise ValueError(f"the truth value of an array of shape {self.shape} is ambiguous")
+        return bool(np.asarray(self))
+
+    def __int__(self) -> int:
+        self._require_value("int()")
+        return int(np.asarray(self))
+
+    def __float__(self) -> float:
+        self._require_value("float()")
+        return float(np.asarray(self))
+
+    def __index__(self) -> int:
+        self._require_value("use as a Python index")
+        if not issubclass(self.dtype, dtypes.Integer) or self.ndim:
+            raise TypeError(f"only integer scalar arrays can be used as an index, not {self.type}")
+        return int(np.asarray(self))
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a rank-0 array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __setitem__(self, key, value):
+        raise TypeError(
+            "hlodsl arrays are immutable; build a new array instead (functional "
+            "updates with .at[...] come with the indexing library)"
+        )
+
+    def __hash__(self):
+        raise TypeError("hlodsl arrays are not hashable")
+
+    def __repr__(self) -> str:
+        if self._buf is None:
+            return f"{type(self)!r}(<symbolic {self._node.name}>)"
+        body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
+        return f"{type(self)!r}(\n  {body})" if "\n" in body else f"{type(self)!r}({body})"
+
+
+_TYPES: dict[type, ArrayType] = {}
+_CLASSES: dict[ArrayType, type] = {}
+
+
+def array_class(t: ArrayType) -> type:
+    """The concrete ``Array`` class of an abstract type (cached)."""
+    try:
+        return _CLASSES[t]
+    except KeyError:
+        cls = Array[t.dtype, t.shape]
+        _CLASSES[t] = cls
+        _TYPES[cls] = t
+        return cls
+
+
+def is_symbolic(x) -> bool:
+    """True for arrays that stand for values of a program being staged."""
+    return isinstance(x, Array) and x._buf is None
+
+
+def array(x, dtype=None) -> Array:
+    """A concrete array from a numpy array, a nested list, or a Python/numpy scalar.
+
+    numpy dtypes are kept (float64 stays float64); Python floats become float64,
+    ints int64 and bools pred, as in numpy.
+
+    >>> import hlodsl as hd
+    >>> hd.array([1.0, 2.0])
+    Array[float64, (2,)]([1., 2.])
+    >>> hd.array(3, dtype=hd.float32)
+    Array[float32, ()](3.)
+    """
+    from . import runtime
+
+    if isinstance(x, Array):
+        if dtype is None or element_type(dtype) is x.dtype:
+            return x
+        x = np.asarray(x)
+    np_dtype = None if dtype is None else element_type(dtype).np_dtype
+    host = np.asarray(x, dtype=np_dtype)
+    t = ArrayType(element_type(host.dtype), host.shape)
+    return Array._from_buffer(runtime.to_device(host), t)
+
+
+Array.__module__ = "hlodsl"
+
+Scalar = Array[ElementType, ()]
+Vector = Array[ElementType, (None,)]
+Matrix = Array[ElementType, (None, None)]

@@ -1,0 +1,122 @@
+"""``hlodsl.compile``: stage a function once per signature into one XLA executable.
+
+A signature is the structure of the arguments, the type (element type and
+shape) of every array in it, and the value of every non-array argument. The
+first call with a signature stages the function, prints one HLO module,
+compiles it and caches the executable; later calls with that signature only
+look the entry up and run it.
+
+>>> import numpy as np, hlodsl as hd
+>>> f = hd.compile(lambda x, y: x * y + x)
+>>> f(hd.array(np.float32(3)), hd.array(np.float32(4)))
+Array[float32, ()](15.)
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .graph import current_builder
+from .printer import module_text
+from .runtime import Executable, compile_hlo
+from .staging import Staged, stage
+from .tree import LEAF, flatten, unflatten
+
+__all__ = ["compile", "Compiled"]
+
+
+class _Entry:
+    """One compiled signature: the executable and how to wrap its outputs."""
+
+    __slots__ = ("staged", "exe", "out_classes", "out_tree", "single")
+
+    def __init__(self, staged: Staged, exe: Executable):
+        from .array import array_class
+
+        self.staged = staged
+        self.exe = exe
+        self.out_classes = tuple(array_class(t) for t in staged.out_types)
+        self.out_tree = staged.out_tree
+        self.single = staged.out_tree is LEAF
+
+    def run(self, leaves) -> object:
+        outs = self.exe.execute([a._buf for a in leaves])
+        if self.single:
+            return _wrap(self.out_classes[0], outs[0])
+        return unflatten(self.out_tree, map(_wrap, self.out_classes, outs))
+
+
+def _wrap(cls, buf):
+    a = object.__new__(cls)
+    a._buf = buf
+    a._node = None
+    return a
+
+
+class Compiled:
+    """A function staged and compiled per signature; call it like the function."""
+
+    def __init__(self, fn, name: str | None = None):
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "compiled")
+        functools.update_wrapper(self, fn, updated=())
+        # Signatures made only of positional arrays: keyed by the argument
+        # classes alone, which already determine element types and shapes.
+        self._fast: dict[tuple, _Entry] = {}
+        self._slow: dict[tuple, _Entry] = {}
+
+    def __call__(self, *args, **kwargs):
+        if current_builder() is not None:
+            # Called from inside another staged function: inline it, so nested
+            # calls flatten into the enclosing module.
+            return self.fn(*args, **kwargs)
+        if not kwargs:
+            entry = self._fast.get(tuple(map(type, args)))
+            if entry is not None:
+                return entry.run(args)
+        leaves, treedef = flatten((args, kwargs))
+        key = (treedef, tuple(type(a) for a in leaves))
+        entry = self._slow.get(key)
+        if entry is None:
+            entry = self._compile(args, kwargs)
+            self._slow[key] = entry
+            if not kwargs and all(type(a) is type(l) for a, l in zip(args, leaves)) \
+                    and len(args) == len(leaves):
+                self._fast[tuple(map(type, args))] = entry
+        for a in leaves:
+            if a._buf is None:
+                raise TypeError(f"{self.name}: a symbolic array was passed outside staging")
+        return entry.run(leaves)
+
+    def _compile(self, args, kwargs) -> _Entry:
+        staged = stage(self.fn, args, kwargs, self.name)
+        return _Entry(staged, compile_hlo(module_text(staged.computation, self.name)))
+
+    def entry(self, *args, **kwargs) -> _Entry:
+        """The cache entry for this signature, staging and compiling if needed."""
+        leaves, treedef = flatten((args, kwargs))
+        key = (treedef, tuple(type(a) for a in leaves))
+        entry = self._slow.get(key)
+        if entry is None:
+            entry = self._slow[key] = self._compile(args, kwargs)
+        return entry
+
+    def cache_size(self) -> int:
+        return len(self._slow)
+
+    def __repr__(self) -> str:
+        return f"<hlodsl.compile({self.name}): {len(self._slow)} signature(s)>"
+
+
+def compile(fn=None, *, name: str | None = None):
+    """Stage ``fn`` into one HLO module per signature and run it with XLA.
+
+    Usable as ``compile(f)`` or as a decorator ``@compile``. Arrays in the
+    arguments (also inside tuples, lists, dicts and attrs instances) are
+    dynamic; every other argument is static and part of the signature.
+    """
+    if fn is None:
+        return lambda f: Compiled(f, name)
+    if isinstance(fn, Compiled):
+        return fn
+    return Compiled(fn, name)

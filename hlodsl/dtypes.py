@@ -1,0 +1,153 @@
+"""XLA element types as a class hierarchy usable in dispatch signatures.
+
+Every XLA array element type is a class (``float32``, ``bfloat16``, ``pred``, ...)
+that carries its numpy dtype and its HLO name. The abstract classes above them
+(``Number``, ``Integer``, ``Floating``, ...) exist so that a plum signature such
+as ``Array[Floating, (None, None)]`` reads "any float matrix", bfloat16 included
+(``ml_dtypes.bfloat16`` is not an ``np.floating``, so numpy's own hierarchy
+cannot be used for this).
+
+>>> float32.hlo, float32.np_dtype
+('f32', dtype('float32'))
+>>> issubclass(bfloat16, Floating), issubclass(int8, Floating)
+(True, False)
+>>> element_type(np.dtype("uint16"))
+uint16
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "ElementType", "Bool", "Number", "Integer", "SignedInteger", "UnsignedInteger",
+    "Inexact", "Floating", "ComplexFloating",
+    "pred", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+    "element_type", "from_hlo", "all_element_types",
+]
+
+
+class _ElementTypeMeta(type):
+    """Element types print as their name, so signatures and errors read well."""
+
+    def __repr__(cls) -> str:
+        return cls.__name__
+
+
+class ElementType(metaclass=_ElementTypeMeta):
+    """Root of all element types. Concrete leaves set ``np_dtype`` and ``hlo``."""
+
+    np_dtype: ClassVar[np.dtype | None] = None
+    hlo: ClassVar[str | None] = None
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(
+            f"element type {cls.__name__} is a type, not a value constructor; "
+            f"use hlodsl.array(x, dtype={cls.__name__})"
+        )
+
+    @classmethod
+    def is_concrete(cls) -> bool:
+        return cls.np_dtype is not None
+
+
+class Bool(ElementType):
+    """Abstract boolean kind (the only member is ``pred``)."""
+
+
+class Number(ElementType):
+    """Any numeric element type."""
+
+
+class Integer(Number):
+    """Any integer element type."""
+
+
+class SignedInteger(Integer):
+    """Any signed integer element type."""
+
+
+class UnsignedInteger(Integer):
+    """Any unsigned integer element type."""
+
+
+class Inexact(Number):
+    """Any floating-point or complex element type."""
+
+
+class Floating(Inexact):
+    """Any real floating-point element type, bfloat16 included."""
+
+
+class ComplexFloating(Inexact):
+    """Any complex element type."""
+
+
+_BY_NUMPY: dict[np.dtype, type[ElementType]] = {}
+_BY_HLO: dict[str, type[ElementType]] = {}
+
+
+def _leaf(name: str, base: type[ElementType], np_dtype, hlo: str) -> type[ElementType]:
+    cls = _ElementTypeMeta(name, (base,), {
+        "np_dtype": np.dtype(np_dtype),
+        "hlo": hlo,
+        "__doc__": f"XLA element type {hlo} (numpy {np.dtype(np_dtype).name}).",
+        "__module__": __name__,
+    })
+    _BY_NUMPY[np.dtype(np_dtype)] = cls
+    _BY_HLO[hlo] = cls
+    return cls
+
+
+pred = _leaf("pred", Bool, np.bool_, "pred")
+bool_ = pred
+int8 = _leaf("int8", SignedInteger, np.int8, "s8")
+int16 = _leaf("int16", SignedInteger, np.int16, "s16")
+int32 = _leaf("int32", SignedInteger, np.int32, "s32")
+int64 = _leaf("int64", SignedInteger, np.int64, "s64")
+uint8 = _leaf("uint8", UnsignedInteger, np.uint8, "u8")
+uint16 = _leaf("uint16", UnsignedInteger, np.uint16, "u16")
+uint32 = _leaf("uint32", UnsignedInteger, np.uint32, "u32")
+uint64 = _leaf("uint64", UnsignedInteger, np.uint64, "u64")
+float16 = _leaf("float16", Floating, np.float16, "f16")
+bfloat16 = _leaf("bfloat16", Floating, ml_dtypes.bfloat16, "bf16")
+float32 = _leaf("float32", Floating, np.float32, "f32")
+float64 = _leaf("float64", Floating, np.float64, "f64")
+complex64 = _leaf("complex64", ComplexFloating, np.complex64, "c64")
+complex128 = _leaf("complex128", ComplexFloating, np.complex128, "c128")
+
+
+def all_element_types() -> tuple[type[ElementType], ...]:
+    """Every concrete element type, in a fixed order."""
+    return tuple(_BY_HLO.values())
+
+
+def element_type(x) -> type[ElementType]:
+    """The element type for a numpy dtype, a numpy scalar type, or an element type.
+
+    >>> element_type(np.float32), element_type("bfloat16")
+    (float32, bfloat16)
+    """
+    if isinstance(x, type) and issubclass(x, ElementType):
+        return x
+    try:
+        dt = np.dtype(x)
+    except TypeError:
+        raise TypeError(f"{x!r} does not name an XLA element type") from None
+    try:
+        return _BY_NUMPY[dt]
+    except KeyError:
+        names = ", ".join(t.__name__ for t in all_element_types())
+        raise TypeError(f"numpy dtype {dt} has no XLA element type; supported: {names}") from None
+
+
+def from_hlo(name: str) -> type[ElementType]:
+    """The element type for an HLO type name such as ``"f32"``."""
+    try:
+        return _BY_HLO[name]
+    except KeyError:
+        raise TypeError(f"{name!r} is not an HLO element type") from None

@@ -1,0 +1,82 @@
+"""Errors raised by hlodsl, and the user's source location they point at.
+
+Every error that a user's program can provoke names the op, its static
+operands, the argument types and the line of the user's code that made the
+call, found by walking the stack past hlodsl's own frames.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NamedTuple
+
+__all__ = [
+    "HloDslError", "ShapeError", "StagingError", "XlaCompileError",
+    "SourceLocation", "user_location", "require",
+]
+
+# Modules whose frames are library internals, not the user's call site.
+_INTERNAL_PREFIXES = ("hlodsl", "plum", "beartype", "attr", "contextlib", "functools")
+
+
+class HloDslError(Exception):
+    """Base class of all errors raised by hlodsl."""
+
+
+class ShapeError(HloDslError, TypeError):
+    """An op's shape rule rejected its operands or static operands."""
+
+
+class StagingError(HloDslError):
+    """A Python construct cannot be staged (e.g. ``if`` on a symbolic array)."""
+
+
+class XlaCompileError(HloDslError):
+    """XLA rejected a module that hlodsl emitted."""
+
+
+class SourceLocation(NamedTuple):
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.function}"
+
+
+def _is_internal(frame) -> bool:
+    g = frame.f_globals
+    if g.get("__hlodsl_user_code__"):  # e.g. hlodsl.demo: library file, user-style code
+        return False
+    name = g.get("__name__", "")
+    return name.startswith(_INTERNAL_PREFIXES)
+
+
+def user_location(skip: int = 1) -> SourceLocation | None:
+    """The innermost stack frame that is not hlodsl (or plum) code."""
+    frame = sys._getframe(skip)
+    while frame is not None and _is_internal(frame):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+def _with_location(message: str) -> str:
+    loc = user_location(2)
+    return f"{message}\n  at {loc}" if loc else message
+
+
+def require(condition: bool, op, operand_types, message: str) -> None:
+    """Raise a ``ShapeError`` naming ``op``, its operand types and the user's line.
+
+    Shape rules call this; ``message`` says which constraint of the op failed.
+    """
+    if condition:
+        return
+    types = ", ".join(str(t) for t in operand_types)
+    raise ShapeError(_with_location(f"{op!r} cannot be applied to ({types}): {message}"))
+
+
+def staging_error(message: str) -> StagingError:
+    return StagingError(_with_location(message))

@@ -1,0 +1,159 @@
+"""The staging graph: nodes, computations, and the builder that records them.
+
+While a Python function is staged, every op call on symbolic arrays appends a
+``Node`` (op, operand nodes, result type, user source line) to the innermost
+active ``Builder``. Identical ``(op, operands)`` pairs are interned, so the
+emitted HLO is deterministic and free of duplicate subexpressions. A finished
+builder becomes a ``Computation``: parameters, the nodes reachable from the
+root in creation (hence topological) order, and the root.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import SourceLocation, staging_error
+
+if TYPE_CHECKING:
+    from .types import AbstractType
+
+__all__ = ["Node", "Builder", "Computation", "current_builder"]
+
+
+class Node:
+    """One instruction of a computation being staged."""
+
+    __slots__ = ("op", "operands", "type", "builder", "id", "loc")
+
+    def __init__(self, op, operands: tuple[Node, ...], type_: AbstractType, builder: Builder,
+                 id_: int, loc: SourceLocation | None):
+        self.op = op
+        self.operands = operands
+        self.type = type_
+        self.builder = builder
+        self.id = id_
+        self.loc = loc
+
+    @property
+    def name(self) -> str:
+        return f"%{self.id}"
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} = {self.op!r}{tuple(o.name for o in self.operands)} : {self.type}>"
+
+
+_STACK: list[Builder] = []
+
+
+def current_builder() -> Builder | None:
+    """The innermost builder being staged into, or ``None`` when running eagerly."""
+    return _STACK[-1] if _STACK else None
+
+
+class Builder:
+    """Records the nodes of one computation; used as a context manager."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.nodes: list[Node] = []
+        self.params: list[Node] = []
+        self.param_names: list[str] = []
+        self._interned: dict[tuple, Node] = {}
+        self._constants: dict[int, tuple[object, Node]] = {}
+
+    def __enter__(self) -> Builder:
+        _STACK.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        popped = _STACK.pop()
+        assert popped is self, "staging builders exited out of order"
+
+    def add(self, op, operands: tuple[Node, ...], type_: AbstractType,
+            loc: SourceLocation | None) -> Node:
+        key = (op, operands) if op.interned else None
+        if key is not None:
+            node = self._interned.get(key)
+            if node is not None:
+                return node
+        node = Node(op, operands, type_, self, len(self.nodes), loc)
+        self.nodes.append(node)
+        if key is not None:
+            self._interned[key] = node
+        return node
+
+    def parameter(self, type_: AbstractType, name: str | None = None) -> Node:
+        from .structural import Parameter
+
+        node = self.add(Parameter(len(self.params)), (), type_, None)
+        self.params.append(node)
+        self.param_names.append(name or f"p{len(self.params) - 1}")
+        return node
+
+    def node_of(self, x) -> Node:
+        """The node for an array operand: its own node, or a constant for concrete data."""
+        node = x._node
+        if node is None:
+            return self._constant(x)
+        if node.builder is not self:
+            raise staging_error(
+                f"a symbolic array {node.type} from the staged computation "
+                f"'{node.builder.name}' was used inside '{self.name}'. HLO "
+                "sub-computations (of Map, Reduce, Sort, ...) cannot capture values of "
+                "the enclosing program: pass the array as an operand instead"
+                if node.builder in _STACK else
+                f"a symbolic array {node.type} escaped the staging of '{node.builder.name}' "
+                "(it was stored outside the staged function) and cannot be used here"
+            )
+        return node
+
+    def _constant(self, x) -> Node:
+        from .structural import Constant
+
+        hit = self._constants.get(id(x))
+        if hit is not None:
+            return hit[1]
+        import numpy as np
+
+        node = self.add(Constant(np.asarray(x)), (), x.type, None)
+        self._constants[id(x)] = (x, node)  # keep x alive so its id stays unique
+        return node
+
+    def finish(self, root: Node) -> Computation:
+        return Computation(self.name, tuple(self.params),
+                           _reachable(self.nodes, root, self.params), root,
+                           tuple(self.param_names))
+
+
+def _reachable(nodes: list[Node], root: Node, params: list[Node]) -> tuple[Node, ...]:
+    # Every parameter stays: HLO numbers parameters contiguously, used or not.
+    live = {id(root), *(id(p) for p in params)}
+    for node in reversed(nodes):
+        if id(node) in live:
+            live.update(id(o) for o in node.operands)
+    return tuple(n for n in nodes if id(n) in live)
+
+
+class Computation:
+    """A finished HLO computation: parameters, live nodes in order, root."""
+
+    __slots__ = ("name", "params", "nodes", "root", "param_names")
+
+    def __init__(self, name: str, params: tuple[Node, ...], nodes: tuple[Node, ...],
+                 root: Node, param_names: tuple[str, ...]):
+        self.name = name
+        self.params = params
+        self.nodes = nodes
+        self.root = root
+        self.param_names = param_names
+
+    @property
+    def param_types(self) -> tuple:
+        return tuple(p.type for p in self.params)
+
+    @property
+    def result_type(self):
+        return self.root.type
+
+    def __repr__(self) -> str:
+        return f"<Computation {self.name}: {len(self.nodes)} nodes -> {self.root.type}>"

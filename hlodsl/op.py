@@ -1,0 +1,186 @@
+"""``HloOp``: the base of every HLO operation, and what calling one means.
+
+An op is a frozen attrs class whose fields are the op's *static operands*;
+calling it on arrays applies it to the *dynamic operands* (the paper's
+``HloDot(dims)(A, B)``). A subclass supplies three things, all in one place:
+
+- ``result_type(*operand_types)``: the shape rule (the paper's transfer
+  function); it raises ``ShapeError`` through ``require`` when violated;
+- ``attributes(operand_types, result_type, ctx)``: the HLO text attributes
+  (``dimensions={0}``, ``to_apply=...``) after the operand list;
+- optionally ``reference(*numpy_arrays)``: a numpy model used by the tests.
+
+Subclassing with ``opcode="..."`` registers the op; nothing else is edited.
+
+Calling an op while a function is being staged records a node; calling it on
+concrete arrays otherwise compiles a one-op module (cached by op and operand
+types) and runs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from .array import Array
+from .errors import staging_error, user_location
+from .graph import Builder, current_builder
+from .types import ArrayType, TupleType
+
+__all__ = ["HloOp", "frozen", "registry", "op_fields"]
+
+_REGISTRY: dict[str, type] = {}
+
+
+def frozen(cls=None, **kwargs):
+    """``attrs.frozen`` for op classes, keeping ``HloOp``'s call-like repr.
+
+    >>> @frozen
+    ... class Scale(HloOp):
+    ...     factor: float = 1.0
+    >>> Scale(2.0), Scale()
+    (Scale(factor=2.0), Scale())
+    """
+    kwargs.setdefault("repr", False)
+    if cls is None:
+        return lambda c: attrs.frozen(c, **kwargs)
+    return attrs.frozen(cls, **kwargs)
+
+
+def registry() -> dict[str, type]:
+    """Opcode name -> op class, for every registered op (a copy)."""
+    return dict(_REGISTRY)
+
+
+class HloOp:
+    """Base class of HLO operations. Subclasses are ``@attrs.frozen`` classes."""
+
+    opcode: ClassVar[str]
+    #: Identical (op, operands) nodes are shared; ops with side effects opt out.
+    interned: ClassVar[bool] = True
+
+    def __init_subclass__(cls, opcode: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if opcode is not None:
+            cls.opcode = opcode
+        elif "opcode" not in cls.__dict__:
+            return  # an abstract base (Unary, Binary, ...), not an op
+        # attrs' slotted classes are rebuilt from the class dict (opcode
+        # included), so the rebuilt class replaces the first registration.
+        opcode = cls.opcode
+        known = _REGISTRY.get(opcode)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise TypeError(f"opcode {opcode!r} is already registered by {known.__qualname__}")
+        _REGISTRY[opcode] = cls
+
+    # -- the three rules an op supplies -------------------------------------
+
+    def result_type(self, *operand_types) -> ArrayType | TupleType:
+        raise NotImplementedError(f"{type(self).__name__} has no shape rule")
+
+    def attributes(self, operand_types, result_type, ctx) -> list[str]:
+        """HLO attributes after the operand list, e.g. ``["dimensions={0}"]``."""
+        return []
+
+    def emit(self, operands: list[str], operand_types, result_type, ctx) -> str:
+        """The instruction text after ``name = type``: opcode, operands, attributes."""
+        text = f"{self.opcode}({', '.join(operands)})"
+        for attr in self.attributes(operand_types, result_type, ctx):
+            text += ", " + attr
+        return text
+
+    # -- calling ------------------------------------------------------------
+
+    def __call__(self, *args: Any):
+        for i, a in enumerate(args):
+            if not isinstance(a, Array):
+                raise TypeError(
+                    f"{self!r}: operand {i} is a {type(a).__name__}, not an hlodsl Array. "
+                    "Ops take arrays only (hlodsl.array(x) makes one; the stdlib functions "
+                    "also accept Python scalars)"
+                )
+        builder = current_builder()
+        if builder is None:
+            return _eager(self, args)
+        return self.stage(builder, args)
+
+    def stage(self, builder: Builder, args):
+        """Record this op applied to ``args`` in ``builder``; returns symbolic result(s)."""
+        types = tuple(a.type for a in args)
+        rtype = self.result_type(*types)
+        node = builder.add(self, tuple(builder.node_of(a) for a in args), rtype, user_location())
+        return _wrap_node(builder, node)
+
+    def __repr__(self) -> str:
+        # Fields still at their defaults are left out, so reprs read like the call.
+        shown = [f for f in op_fields(self)
+                 if f.default is attrs.NOTHING or getattr(self, f.name) != f.default]
+        fields = ", ".join(f"{f.name}={_short(getattr(self, f.name))}" for f in shown)
+        return f"{type(self).__name__}({fields})"
+
+
+def op_fields(op) -> tuple:
+    return attrs.fields(type(op)) if attrs.has(type(op)) else ()
+
+
+def _short(value) -> str:
+    if isinstance(value, type):
+        return value.__name__
+    if callable(value):
+        return getattr(value, "__qualname__", None) or getattr(value, "__name__", repr(value))
+    return repr(value)
+
+
+def _wrap_node(builder: Builder, node):
+    if isinstance(node.type, ArrayType):
+        return Array._from_node(node)
+    from .structural import GetTupleElement
+
+    return tuple(
+        _wrap_node(builder, builder.add(GetTupleElement(i), (node,), t, node.loc))
+        for i, t in enumerate(node.type.elements)
+    )
+
+
+# -- eager execution: one cached one-op module per (op, operand types) ---------
+
+_EAGER: dict[tuple, tuple] = {}
+
+
+def _eager(op: HloOp, args):
+    types = tuple(a.type for a in args)
+    key = (op, types)
+    entry = _EAGER.get(key)
+    if entry is None:
+        entry = _compile_eager(op, types)
+        _EAGER[key] = entry
+    exe, out_types, is_tuple = entry
+    bufs = []
+    for a in args:
+        if a._buf is None:
+            raise staging_error(
+                f"a symbolic array {a.type} escaped the function being staged and was "
+                f"passed to {op!r} outside of staging"
+            )
+        bufs.append(a._buf)
+    outs = exe.execute(bufs)
+    if not is_tuple:
+        return Array._from_buffer(outs[0], out_types[0])
+    return tuple(Array._from_buffer(b, t) for b, t in zip(outs, out_types))
+
+
+def _compile_eager(op: HloOp, types):
+    from .printer import module_text
+    from .runtime import compile_hlo
+
+    with Builder(op.opcode) as b:
+        params = [Array._from_node(b.parameter(t)) for t in types]
+        rtype = op.result_type(*types)  # raises at the user's call, before compiling
+        node = b.add(op, tuple(p._node for p in params), rtype, user_location())
+    comp = b.finish(node)
+    out_types = rtype.elements if isinstance(rtype, TupleType) else (rtype,)
+    if any(not isinstance(t, ArrayType) for t in out_types):
+        raise NotImplementedError(f"{op!r}: nested tuple results are not supported eagerly")
+    exe = compile_hlo(module_text(comp, name=f"eager_{op.opcode}"))
+    return exe, out_types, isinstance(rtype, TupleType)

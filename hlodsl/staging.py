@@ -1,0 +1,110 @@
+"""Staging: run Python on symbolic arrays and record one computation.
+
+``stage`` runs a whole Python function on symbolic arrays built from abstract
+argument types; every op it calls, however deeply nested in Python calls,
+lands in one ``Builder``, so the result is one flat computation.
+``stage_computation`` does the same for the static callables of Map, Reduce,
+Sort, ... (sub-computations on scalars), cached by callable and types.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from .array import Array
+from .errors import staging_error
+from .graph import Builder, Computation
+from .tree import flatten, unflatten
+from .types import ArrayType
+
+__all__ = ["stage", "Staged", "stage_computation", "stats"]
+
+#: Counter for tests: how many times a Python function was staged.
+stats = {"stagings": 0}
+
+
+class Staged:
+    """A staged function: its entry computation and how to rebuild its results."""
+
+    __slots__ = ("computation", "out_tree", "out_types", "in_types")
+
+    def __init__(self, computation: Computation, out_tree, out_types, in_types):
+        self.computation = computation
+        self.out_tree = out_tree
+        self.out_types = out_types
+        self.in_types = in_types
+
+
+def _arg_names(fn, treedef, n: int) -> list[str]:
+    """Parameter names for the printed module: the Python argument names where flat."""
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    args_td = treedef[1][0][1] if treedef[0] is tuple else ()
+    if len(params) >= len(args_td) and all(td == "*" for td in args_td) and len(args_td) == n:
+        return params[:n]
+    return [f"p{i}" for i in range(n)]
+
+
+def stage(fn, args: tuple, kwargs: dict, name: str | None = None) -> Staged:
+    """Stage ``fn(*args, **kwargs)`` into one computation.
+
+    Array leaves of the arguments become parameters (their values are not
+    used); every other value is static and passed through as is.
+    """
+    leaves, treedef = flatten((args, kwargs))
+    in_types = tuple(a.type for a in leaves)
+    stats["stagings"] += 1
+    name = name or getattr(fn, "__name__", "staged")
+    names = _arg_names(fn, treedef, len(leaves))
+    with Builder(name) as b:
+        sym = [Array._from_node(b.parameter(t, n)) for t, n in zip(in_types, names)]
+        s_args, s_kwargs = unflatten(treedef, sym)
+        out = fn(*s_args, **s_kwargs)
+        out_leaves, out_tree = flatten(out)
+        out_nodes = tuple(b.node_of(x) for x in out_leaves)
+        root = _root(b, out_nodes, name)
+    return Staged(b.finish(root), out_tree, tuple(n.type for n in out_nodes), in_types)
+
+
+def _root(b: Builder, nodes: tuple, name: str):
+    from .structural import Tuple
+
+    if len(nodes) == 1:
+        return nodes[0]
+    if not nodes:
+        raise staging_error(f"staged function '{name}' returned no arrays")
+    return b.add(Tuple(), nodes, Tuple().result_type(*(n.type for n in nodes)), None)
+
+
+_SUBCOMPUTATIONS: dict[tuple, Computation] = {}
+
+
+def stage_computation(fn, arg_types: tuple[ArrayType, ...]) -> Computation:
+    """The sub-computation of ``fn`` applied to symbolic arrays of ``arg_types``.
+
+    Cached by ``(fn, arg_types)``: an op's shape rule and its emission both
+    ask for it. ``fn`` must return an array or a tuple of arrays.
+    """
+    key = (fn, arg_types)
+    comp = _SUBCOMPUTATIONS.get(key)
+    if comp is not None:
+        return comp
+    name = getattr(fn, "__name__", "computation")
+    if name == "<lambda>":
+        name = "lambda"
+    with Builder(name) as b:
+        params = [Array._from_node(b.parameter(t)) for t in arg_types]
+        out = fn(*params)
+        leaves = list(out) if isinstance(out, (tuple, list)) else [out]
+        for x in leaves:
+            if not isinstance(x, Array):
+                raise staging_error(
+                    f"the computation {name} given to an op returned a "
+                    f"{type(x).__name__}; it must return hlodsl arrays"
+                )
+        root = _root(b, tuple(b.node_of(x) for x in leaves), name)
+    comp = b.finish(root)
+    _SUBCOMPUTATIONS[key] = comp
+    return comp

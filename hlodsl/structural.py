@@ -1,0 +1,111 @@
+"""The ops that give a module its structure: parameter, constant, tuple, get-tuple-element.
+
+They live in the core, not in ``ops/``, because staging itself creates them
+(parameters of staged functions, constants for concrete arrays a staged
+function captures, tuples for several results). ``hlodsl.ops`` re-exports them
+and the registry lists them like any other op.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from .dtypes import element_type
+from .errors import require
+from .literals import literal_text
+from .op import HloOp, frozen
+from .types import ArrayType, TupleType
+
+__all__ = ["Parameter", "Constant", "Tuple", "GetTupleElement"]
+
+
+@frozen
+class Parameter(HloOp, opcode="parameter"):
+    """The ``index``-th parameter of a computation; created by staging, not by users."""
+
+    index: int
+
+    def result_type(self, *operand_types):
+        raise TypeError("parameters are created by staging (hlodsl.compile), not called")
+
+    def emit(self, operands, operand_types, result_type, ctx) -> str:
+        return f"parameter({self.index})"
+
+
+def _as_host(value) -> np.ndarray:
+    return np.asarray(value)
+
+
+@frozen(eq=False)
+class Constant(HloOp, opcode="constant"):
+    """A constant array, its value the static operand.
+
+    >>> import numpy as np
+    >>> Constant(np.float32(2.5))()
+    Array[float32, ()](2.5)
+    """
+
+    value: np.ndarray = attrs.field(converter=_as_host)
+
+    def __attrs_post_init__(self):
+        element_type(self.value.dtype)  # rejects dtypes XLA has no element type for
+
+    def _key(self):
+        return (self.value.dtype.str, self.value.shape, self.value.tobytes())
+
+    def __eq__(self, other):
+        return type(other) is Constant and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def result_type(self):
+        return ArrayType(element_type(self.value.dtype), self.value.shape)
+
+    def emit(self, operands, operand_types, result_type, ctx) -> str:
+        return f"constant({literal_text(self.value)})"
+
+    def reference(self):
+        return self.value
+
+    def __repr__(self) -> str:
+        if self.value.size > 8:
+            return f"Constant(<{self.result_type()}>)"
+        return f"Constant({np.array2string(self.value, separator=', ')})"
+
+
+@frozen
+class Tuple(HloOp, opcode="tuple"):
+    """Groups arrays into an HLO tuple; called from Python it returns a tuple of arrays."""
+
+    def result_type(self, *operand_types):
+        return TupleType(operand_types)
+
+    def reference(self, *arrays):
+        return tuple(arrays)
+
+
+@frozen
+class GetTupleElement(HloOp, opcode="get-tuple-element"):
+    """Element ``index`` of a tuple-shaped operand (emitted by staging for tuple results)."""
+
+    index: int
+
+    def result_type(self, tuple_type):
+        require(isinstance(tuple_type, TupleType), self, (tuple_type,),
+                "operand must be a tuple")
+        require(0 <= self.index < len(tuple_type.elements), self, (tuple_type,),
+                f"index out of range for a {len(tuple_type.elements)}-tuple")
+        return tuple_type.elements[self.index]
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"index={self.index}"]
+
+    def __call__(self, value):
+        # Python tuples already hold the elements (tuple-shaped results are
+        # returned to Python as tuples of arrays), so this is indexing.
+        if not isinstance(value, tuple):
+            raise TypeError(f"{self!r} takes the tuple of arrays an op returned, "
+                            f"not {type(value).__name__}")
+        return value[self.index]

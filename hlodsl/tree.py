@@ -1,0 +1,106 @@
+"""Structure mapping: nested tuples, lists, dicts and attrs instances of arrays.
+
+``flatten`` splits a structure into its array leaves and a hashable ``treedef``
+that records everything else, including non-array values (which staging treats
+as static: they are part of the compile signature). The paper maps such
+structures to XLA tuples; we flatten them to the parameters and results of the
+entry computation.
+
+>>> import hlodsl as hd
+>>> leaves, tree = flatten({"w": hd.array([1.0]), "n": 3})
+>>> len(leaves), unflatten(tree, leaves)["n"]
+(1, 3)
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from .array import Array
+
+__all__ = ["flatten", "unflatten", "LEAF"]
+
+LEAF = "*"
+
+
+class _Static:
+    """A non-array value inside a structure: compared and hashed by value."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value):
+        self.value = value
+        try:
+            self._key = (type(value), value)
+            hash(self._key)
+        except TypeError:
+            raise TypeError(
+                f"a static (non-array) argument of type {type(value).__name__} must be "
+                f"hashable, since its value is part of the compile signature: {value!r}"
+            ) from None
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        return f"static({self.value!r})"
+
+
+def flatten(x, leaves: list | None = None):
+    """``(leaves, treedef)``; numpy arrays become hlodsl arrays (leaves)."""
+    if leaves is None:
+        leaves = []
+        return leaves, _flatten(x, leaves)
+    return _flatten(x, leaves)
+
+
+def _flatten(x, leaves: list):
+    if isinstance(x, Array):
+        leaves.append(x)
+        return LEAF
+    if isinstance(x, np.ndarray):
+        from .array import array
+
+        leaves.append(array(x))
+        return LEAF
+    t = type(x)
+    if t is tuple or t is list:
+        return (t, tuple(_flatten(v, leaves) for v in x))
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # namedtuple
+        return (t, tuple(_flatten(v, leaves) for v in x))
+    if t is dict:
+        keys = tuple(x)
+        return (dict, keys, tuple(_flatten(x[k], leaves) for k in keys))
+    if attrs.has(t):
+        names = tuple(f.name for f in attrs.fields(t))
+        return (attrs, t, names, tuple(_flatten(getattr(x, n), leaves) for n in names))
+    return _Static(x)
+
+
+def unflatten(treedef, leaves):
+    """Rebuild the structure from ``treedef`` and an iterable of leaves."""
+    return _unflatten(treedef, iter(leaves))
+
+
+def _unflatten(td, it):
+    if td is LEAF:
+        return next(it)
+    if isinstance(td, _Static):
+        return td.value
+    kind = td[0]
+    if kind is tuple or kind is list:
+        return kind(_unflatten(c, it) for c in td[1])
+    if kind is dict:
+        return {k: _unflatten(c, it) for k, c in zip(td[1], td[2])}
+    if kind is attrs:
+        cls, names, children = td[1], td[2], td[3]
+        obj = object.__new__(cls)
+        for n, c in zip(names, children):
+            object.__setattr__(obj, n, _unflatten(c, it))
+        return obj
+    # namedtuple
+    return kind(*(_unflatten(c, it) for c in td[1]))

@@ -1,0 +1,107 @@
+"""Elementwise binary ops: both operands of one type, result of that type.
+
+HLO does not broadcast or promote: ``Add()(f32[3,4], f32[4])`` is an error
+here; ``hlodsl.stdlib.add`` (and ``+``) broadcast numpy-style first.
+
+>>> import numpy as np, hlodsl as hd
+>>> Add()(hd.array(np.float32([1, 2])), hd.array(np.float32([10, 20])))
+Array[float32, (2,)]([11., 22.])
+"""
+
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+import numpy as np
+
+from hlodsl.dtypes import Bool, ElementType, Floating, Integer, Number
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+
+__all__ = [
+    "Binary", "Add", "Subtract", "Multiply", "Divide", "Remainder", "Power", "Maximum",
+    "Minimum", "Atan2", "And", "Or", "Xor",
+]
+
+
+@frozen
+class Binary(HloOp):
+    """Base of elementwise binary ops."""
+
+    kinds: ClassVar[tuple[type[ElementType], ...]] = (Number,)
+    numpy: ClassVar[Callable | None] = None
+
+    def result_type(self, x, y):
+        require(x == y, self, (x, y),
+                "elementwise operands must have equal shapes and element types (HLO does "
+                "not broadcast or promote; hlodsl.stdlib functions and operators do)")
+        require(issubclass(x.dtype, self.kinds), self, (x, y),
+                f"element type {x.dtype.__name__} is not one of "
+                f"{', '.join(k.__name__ for k in self.kinds)}")
+        return x
+
+    def reference(self, x, y):
+        return type(self).numpy(x, y)
+
+
+def _int_div(x, y):
+    # XLA integer division truncates toward zero (C semantics), unlike numpy's floor.
+    if np.issubdtype(np.asarray(x).dtype, np.integer):
+        return (np.trunc(np.asarray(x, np.float64) / y)).astype(np.asarray(x).dtype)
+    return np.divide(x, y)
+
+
+class Add(Binary, opcode="add"):
+    numpy = staticmethod(np.add)
+
+
+class Subtract(Binary, opcode="subtract"):
+    numpy = staticmethod(np.subtract)
+
+
+class Multiply(Binary, opcode="multiply"):
+    numpy = staticmethod(np.multiply)
+
+
+class Divide(Binary, opcode="divide"):
+    """x / y; integer division truncates toward zero."""
+
+    numpy = staticmethod(_int_div)
+
+
+class Remainder(Binary, opcode="remainder"):
+    """C-style remainder: the sign follows the dividend (``np.fmod``)."""
+
+    numpy = staticmethod(np.fmod)
+
+
+class Power(Binary, opcode="power"):
+    numpy = staticmethod(np.power)
+
+
+class Maximum(Binary, opcode="maximum"):
+    numpy = staticmethod(np.maximum)
+
+
+class Minimum(Binary, opcode="minimum"):
+    numpy = staticmethod(np.minimum)
+
+
+class Atan2(Binary, opcode="atan2"):
+    kinds = (Floating,)
+    numpy = staticmethod(np.arctan2)
+
+
+class And(Binary, opcode="and"):
+    kinds = (Bool, Integer)
+    numpy = staticmethod(np.bitwise_and)
+
+
+class Or(Binary, opcode="or"):
+    kinds = (Bool, Integer)
+    numpy = staticmethod(np.bitwise_or)
+
+
+class Xor(Binary, opcode="xor"):
+    kinds = (Bool, Integer)
+    numpy = staticmethod(np.bitwise_xor)

@@ -1,0 +1,56 @@
+"""Broadcast: place the operand's dimensions into a larger shape (HLO broadcast-in-dim).
+
+>>> import numpy as np, hlodsl as hd
+>>> Broadcast((2, 3), (1,))(hd.array(np.float32([1, 2, 3])))
+Array[float32, (2, 3)](
+  [[1., 2., 3.],
+   [1., 2., 3.]])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+from ._checks import check_dims, dims, dims_text
+
+__all__ = ["Broadcast"]
+
+
+@frozen
+class Broadcast(HloOp, opcode="broadcast"):
+    """Result of ``shape``; operand dimension i becomes result dimension ``dimensions[i]``.
+
+    Sizes must match exactly (degenerate size-1 broadcasting is the stdlib's
+    job: it reshapes those dimensions away first).
+    """
+
+    shape: tuple[int, ...] = attrs.field(converter=dims)
+    dimensions: tuple[int, ...] = attrs.field(converter=dims, default=())
+
+    def __attrs_post_init__(self):
+        check_dims(self, "dimensions", self.dimensions, len(self.shape))
+
+    def result_type(self, x):
+        require(len(self.dimensions) == x.rank, self, (x,),
+                f"dimensions has {len(self.dimensions)} entries for a rank-{x.rank} operand")
+        for i, d in enumerate(self.dimensions):
+            require(x.shape[i] == self.shape[d], self, (x,),
+                    f"operand dimension {i} (size {x.shape[i]}) does not match result "
+                    f"dimension {d} (size {self.shape[d]})")
+        return ArrayType(x.dtype, self.shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"dimensions={dims_text(self.dimensions)}"]
+
+    def reference(self, x):
+        order = sorted(range(len(self.dimensions)), key=lambda i: self.dimensions[i])
+        x = np.transpose(x, order)
+        expanded = [1] * len(self.shape)
+        for i in order:
+            expanded[self.dimensions[i]] = self.shape[self.dimensions[i]]
+        return np.broadcast_to(x.reshape(expanded), self.shape)

@@ -1,0 +1,80 @@
+"""Compare and Select.
+
+>>> import numpy as np, hlodsl as hd
+>>> x, y = hd.array(np.float32([1, 5])), hd.array(np.float32([3, 3]))
+>>> Compare("LT")(x, y)
+Array[pred, (2,)]([ True, False])
+>>> Select()(Compare("LT")(x, y), x, y)
+Array[float32, (2,)]([1., 3.])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import Bool, ComplexFloating, Floating, UnsignedInteger, pred
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+
+__all__ = ["Compare", "Select"]
+
+_DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+               "GT": np.greater, "GE": np.greater_equal}
+_TYPES = ("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED")
+
+
+def _default_type(dtype) -> str:
+    if issubclass(dtype, (Floating, ComplexFloating)):
+        return "FLOAT"
+    if issubclass(dtype, (UnsignedInteger, Bool)):
+        return "UNSIGNED"
+    return "SIGNED"
+
+
+@frozen
+class Compare(HloOp, opcode="compare"):
+    """Elementwise comparison giving pred; ``direction`` is EQ, NE, LT, LE, GT or GE.
+
+    ``comparison_type`` (FLOAT, TOTALORDER, SIGNED, UNSIGNED) defaults to the
+    one XLA infers from the element type.
+    """
+
+    direction: str = attrs.field(converter=str.upper)
+    comparison_type: str | None = None
+
+    def __attrs_post_init__(self):
+        if self.direction not in _DIRECTIONS:
+            raise ValueError(f"Compare: direction must be one of {sorted(_DIRECTIONS)}, "
+                             f"got {self.direction!r}")
+        if self.comparison_type is not None and self.comparison_type not in _TYPES:
+            raise ValueError(f"Compare: comparison_type must be one of {_TYPES}, "
+                             f"got {self.comparison_type!r}")
+
+    def result_type(self, x, y):
+        require(x == y, self, (x, y), "operands must have equal shapes and element types")
+        return x.with_dtype(pred)
+
+    def attributes(self, operand_types, result_type, ctx):
+        attrs_ = [f"direction={self.direction}"]
+        if self.comparison_type is not None:
+            attrs_.append(f"type={self.comparison_type}")
+        return attrs_
+
+    def reference(self, x, y):
+        return _DIRECTIONS[self.direction](x, y)
+
+
+@frozen
+class Select(HloOp, opcode="select"):
+    """``pred ? on_true : on_false`` elementwise; pred has the operands' shape."""
+
+    def result_type(self, p, t, f):
+        require(p.dtype is pred, self, (p, t, f), "the predicate must have element type pred")
+        require(t == f, self, (p, t, f), "on_true and on_false must have equal types")
+        require(p.shape == t.shape, self, (p, t, f),
+                "the predicate must have the shape of the operands")
+        return t
+
+    def reference(self, p, t, f):
+        return np.where(p, t, f)

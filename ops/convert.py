@@ -1,0 +1,29 @@
+"""Convert: change element type, elementwise, with XLA's conversion semantics.
+
+>>> import numpy as np, hlodsl as hd
+>>> Convert(hd.int32)(hd.array(np.float32([1.7, -1.7])))
+Array[int32, (2,)]([ 1, -1])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import ElementType, element_type
+from hlodsl.op import HloOp, frozen
+
+__all__ = ["Convert"]
+
+
+@frozen
+class Convert(HloOp, opcode="convert"):
+    """Elementwise conversion to ``new_dtype`` (floats to ints truncate toward zero)."""
+
+    new_dtype: type[ElementType] = attrs.field(converter=element_type)
+
+    def result_type(self, x):
+        return x.with_dtype(self.new_dtype)
+
+    def reference(self, x):
+        return np.asarray(x).astype(self.new_dtype.np_dtype)

@@ -1,0 +1,98 @@
+"""Dot: general tensor contraction with batch dimensions (HLO dot_general).
+
+>>> import numpy as np, hlodsl as hd
+>>> A = hd.array(np.eye(2, dtype=np.float32)); x = hd.array(np.float32([1, 2]))
+>>> Dot(lhs_contracting=(1,), rhs_contracting=(0,))(A, x)
+Array[float32, (2,)]([1., 2.])
+"""
+
+from __future__ import annotations
+
+import string
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import ElementType, Number, element_type
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+from ._checks import check_dims, dims, dims_text
+
+__all__ = ["Dot"]
+
+
+def _optional_dtype(x):
+    return None if x is None else element_type(x)
+
+
+@frozen
+class Dot(HloOp, opcode="dot"):
+    """Contract lhs and rhs over the contracting dims, batched over the batch dims.
+
+    Result shape: batch dims, then lhs's free dims, then rhs's free dims (each
+    in operand order). ``preferred_element_type`` sets the result's element type
+    (e.g. f32 accumulation of bf16 inputs).
+    """
+
+    lhs_contracting: tuple[int, ...] = attrs.field(converter=dims, default=())
+    rhs_contracting: tuple[int, ...] = attrs.field(converter=dims, default=())
+    lhs_batch: tuple[int, ...] = attrs.field(converter=dims, default=())
+    rhs_batch: tuple[int, ...] = attrs.field(converter=dims, default=())
+    preferred_element_type: type[ElementType] | None = attrs.field(
+        converter=_optional_dtype, default=None)
+
+    def __attrs_post_init__(self):
+        if len(self.lhs_contracting) != len(self.rhs_contracting):
+            raise ValueError(f"{self!r}: lhs and rhs need as many contracting dimensions")
+        if len(self.lhs_batch) != len(self.rhs_batch):
+            raise ValueError(f"{self!r}: lhs and rhs need as many batch dimensions")
+        check_dims(self, "lhs dimensions", self.lhs_contracting + self.lhs_batch)
+        check_dims(self, "rhs dimensions", self.rhs_contracting + self.rhs_batch)
+
+    def _free(self, t: ArrayType, used) -> tuple[int, ...]:
+        return tuple(d for d in range(t.rank) if d not in used)
+
+    def result_type(self, lhs, rhs):
+        ops = (lhs, rhs)
+        require(lhs.dtype is rhs.dtype, self, ops, "operands must have the same element type")
+        require(issubclass(lhs.dtype, Number), self, ops, "operands must be numeric")
+        for name, t, axes in (("lhs", lhs, self.lhs_contracting + self.lhs_batch),
+                              ("rhs", rhs, self.rhs_contracting + self.rhs_batch)):
+            require(all(a < t.rank for a in axes), self, ops,
+                    f"{name} dimension numbers {axes} out of range for rank {t.rank}")
+        require(lhs.dims(self.lhs_contracting) == rhs.dims(self.rhs_contracting), self, ops,
+                f"contracting dimension sizes differ: lhs {lhs.dims(self.lhs_contracting)} "
+                f"vs rhs {rhs.dims(self.rhs_contracting)}")
+        require(lhs.dims(self.lhs_batch) == rhs.dims(self.rhs_batch), self, ops,
+                f"batch dimension sizes differ: lhs {lhs.dims(self.lhs_batch)} "
+                f"vs rhs {rhs.dims(self.rhs_batch)}")
+        shape = (lhs.dims(self.lhs_batch)
+                 + lhs.dims(self._free(lhs, self.lhs_contracting + self.lhs_batch))
+                 + rhs.dims(self._free(rhs, self.rhs_contracting + self.rhs_batch)))
+        return ArrayType(self.preferred_element_type or lhs.dtype, shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        out = []
+        if self.lhs_batch:
+            out += [f"lhs_batch_dims={dims_text(self.lhs_batch)}",
+                    f"rhs_batch_dims={dims_text(self.rhs_batch)}"]
+        out += [f"lhs_contracting_dims={dims_text(self.lhs_contracting)}",
+                f"rhs_contracting_dims={dims_text(self.rhs_contracting)}"]
+        return out
+
+    def reference(self, lhs, rhs):
+        letters = iter(string.ascii_letters)
+        lhs_sub = [next(letters) for _ in range(np.ndim(lhs))]
+        rhs_sub = [next(letters) for _ in range(np.ndim(rhs))]
+        for a, b in zip(self.lhs_contracting + self.lhs_batch,
+                        self.rhs_contracting + self.rhs_batch):
+            rhs_sub[b] = lhs_sub[a]
+        batch = [lhs_sub[a] for a in self.lhs_batch]
+        out = batch + [lhs_sub[d] for d in range(np.ndim(lhs))
+                       if d not in self.lhs_contracting + self.lhs_batch] + \
+            [rhs_sub[d] for d in range(np.ndim(rhs))
+             if d not in self.rhs_contracting + self.rhs_batch]
+        spec = f"{''.join(lhs_sub)},{''.join(rhs_sub)}->{''.join(out)}"
+        return np.einsum(spec, lhs, rhs)

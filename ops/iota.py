@@ -1,0 +1,44 @@
+"""Iota: 0, 1, 2, ... along one dimension of a new array.
+
+>>> import hlodsl as hd
+>>> Iota(hd.int32, (2, 3), 1)()
+Array[int32, (2, 3)](
+  [[0, 1, 2],
+   [0, 1, 2]])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import ElementType, element_type
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+from ._checks import dims
+
+__all__ = ["Iota"]
+
+
+@frozen
+class Iota(HloOp, opcode="iota"):
+    """An array of ``shape`` counting up along ``iota_dimension``."""
+
+    dtype: type[ElementType] = attrs.field(converter=element_type)
+    shape: tuple[int, ...] = attrs.field(converter=dims)
+    iota_dimension: int = 0
+
+    def __attrs_post_init__(self):
+        if not 0 <= self.iota_dimension < len(self.shape):
+            raise ValueError(f"{self!r}: iota_dimension out of range for shape {self.shape}")
+
+    def result_type(self):
+        return ArrayType(self.dtype, self.shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"iota_dimension={self.iota_dimension}"]
+
+    def reference(self):
+        idx = np.indices(self.shape)[self.iota_dimension]
+        return idx.astype(self.dtype.np_dtype)

@@ -1,0 +1,15 @@
+"""The generic array library: plum generics that bottom out in HLO ops.
+
+>>> import numpy as np, hlodsl as hd
+>>> import hlodsl.stdlib as xp
+>>> W = hd.array(np.eye(2, dtype=np.float32)); x = hd.array(np.float32([1, 2]))
+>>> xp.matmul(W, x) + 1
+Array[float32, (2,)]([2., 3.])
+"""
+
+from . import operators  # noqa: F401  (installs Array's operators and methods)
+from .broadcasting import broadcast, broadcast_arrays, broadcast_shapes, broadcast_to  # noqa: F401
+from .elementwise import *  # noqa: F401,F403
+from .linalg import matmul, matrix_transpose  # noqa: F401
+from .promotion import result_dtype  # noqa: F401
+from .reductions import max, mapreduce, mean, min, prod, sum  # noqa: F401

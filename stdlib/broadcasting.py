@@ -1,0 +1,75 @@
+"""numpy broadcasting on top of HLO's strict broadcast, and ``broadcast(f, *xs)``.
+
+>>> import numpy as np, hlodsl as hd
+>>> from hlodsl.stdlib import broadcast
+>>> broadcast(lambda a, b: a * b + 1, hd.array(np.float32([1, 2])), 3.0)
+Array[float32, (2,)]([4., 7.])
+"""
+
+from __future__ import annotations
+
+from hlodsl import ops
+from hlodsl.array import Array
+from hlodsl.dispatch import dispatch
+from hlodsl.errors import ShapeError, user_location
+
+from .promotion import promote
+
+__all__ = ["broadcast_shapes", "broadcast_to", "broadcast_arrays", "broadcast", "ELEMENTWISE"]
+
+#: stdlib functions that already act elementwise on whole arrays; ``broadcast``
+#: and ``mapreduce`` call them directly instead of wrapping them in a Map.
+ELEMENTWISE: set = set()
+
+
+def broadcast_shapes(*shapes, what: str = "broadcast") -> tuple[int, ...]:
+    """numpy's broadcast of several shapes, or a ShapeError naming them all."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-rank, 0):
+        sizes = {s[i] for s in shapes if len(s) >= -i} - {1}
+        if len(sizes) > 1:
+            loc = user_location()
+            raise ShapeError(
+                f"{what}: shapes {' and '.join(map(str, shapes))} cannot be broadcast "
+                f"together (dimension {i} has sizes {sorted(sizes)})"
+                + (f"\n  at {loc}" if loc else "")
+            )
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_to(x: Array, shape) -> Array:
+    """``x`` broadcast to ``shape`` by numpy's rules (a reshape then an HLO broadcast)."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    broadcast_shapes(x.shape, shape, what="broadcast_to")
+    offset = len(shape) - x.ndim
+    if offset < 0 or any(d not in (1, shape[offset + i]) for i, d in enumerate(x.shape)):
+        raise ShapeError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
+    # Size-1 dimensions that grow are dropped first: HLO broadcast maps sizes exactly.
+    keep = [i for i, d in enumerate(x.shape) if d == shape[offset + i]]
+    if len(keep) != x.ndim:
+        x = ops.Reshape(tuple(x.shape[i] for i in keep))(x)
+    return ops.Broadcast(shape, tuple(offset + i for i in keep))(x)
+
+
+def broadcast_arrays(*xs, what: str = "broadcast") -> list[Array]:
+    """Promote to a common element type and broadcast to a common shape."""
+    arrays = promote(*xs)
+    shape = broadcast_shapes(*(a.shape for a in arrays), what=what)
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+@dispatch
+def broadcast(f, *xs) -> Array:
+    """Apply ``f`` elementwise over the broadcast of ``xs`` (the paper's ``f.(xs...)``).
+
+    stdlib elementwise functions lower to HLO elementwise instructions; any other
+    Python callable is staged on scalars into an HLO ``map``.
+    """
+    arrays = broadcast_arrays(*xs, what=getattr(f, "__name__", "broadcast"))
+    if f in ELEMENTWISE:
+        return f(*arrays)
+    return ops.Map(f)(*arrays)

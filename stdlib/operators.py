@@ -1,0 +1,75 @@
+"""Python operators and numpy-style methods on ``Array``, installed from the stdlib.
+
+The core ``Array`` class knows nothing of the stdlib (imports point down the
+layers), so the stdlib attaches its generics to the class here: ``A @ x + b``
+calls ``matmul`` and ``add``, and user methods added to those generics apply
+to the operators too.
+"""
+
+from __future__ import annotations
+
+from hlodsl import ops
+from hlodsl.array import Array
+from hlodsl.dtypes import element_type
+
+from . import elementwise as ew
+from .linalg import matmul, matrix_transpose
+from .reductions import max, mean, min, prod, sum
+
+__all__: list[str] = []
+
+
+def _binary(fn):
+    return (lambda self, other: fn(self, other)), (lambda self, other: fn(other, self))
+
+
+for _name, _fn in [("add", ew.add), ("sub", ew.subtract), ("mul", ew.multiply),
+                   ("truediv", ew.divide), ("pow", ew.pow), ("matmul", matmul),
+                   ("mod", ew.remainder), ("and", ew.bitwise_and), ("or", ew.bitwise_or),
+                   ("xor", ew.bitwise_xor)]:
+    _fwd, _rev = _binary(_fn)
+    setattr(Array, f"__{_name}__", _fwd)
+    setattr(Array, f"__r{_name}__", _rev)
+
+for _name, _fn in [("lt", ew.less), ("le", ew.less_equal), ("gt", ew.greater),
+                   ("ge", ew.greater_equal), ("eq", ew.equal), ("ne", ew.not_equal)]:
+    setattr(Array, f"__{_name}__", _binary(_fn)[0])
+
+Array.__neg__ = lambda self: ew.negative(self)
+Array.__pos__ = lambda self: self
+Array.__abs__ = lambda self: ew.abs(self)
+Array.__invert__ = lambda self: ew.bitwise_invert(self)
+Array.__hash__ = None  # __eq__ is elementwise, so arrays are unhashable (as in numpy)
+
+
+def _astype(self, dtype):
+    dtype = element_type(dtype)
+    return self if self.dtype is dtype else ops.Convert(dtype)(self)
+
+
+def _reshape(self, *shape):
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    shape = list(shape)
+    if shape.count(-1) == 1:
+        known = 1
+        for d in shape:
+            known *= d if d != -1 else 1
+        shape[shape.index(-1)] = self.size // known if known else 0
+    return ops.Reshape(tuple(shape))(self)
+
+
+def _transpose(self, *axes):
+    axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+    return ops.Transpose(tuple(axes) or tuple(reversed(range(self.ndim))))(self)
+
+
+Array.astype = _astype
+Array.reshape = _reshape
+Array.transpose = _transpose
+Array.T = property(lambda self: _transpose(self))
+Array.mT = property(lambda self: matrix_transpose(self))
+Array.sum = lambda self, axis=None, keepdims=False: sum(self, axis=axis, keepdims=keepdims)
+Array.prod = lambda self, axis=None, keepdims=False: prod(self, axis=axis, keepdims=keepdims)
+Array.max = lambda self, axis=None, keepdims=False: max(self, axis=axis, keepdims=keepdims)
+Array.min = lambda self, axis=None, keepdims=False: min(self, axis=axis, keepdims=keepdims)
+Array.mean = lambda self, axis=None, keepdims=False: mean(self, axis=axis, keepdims=keepdims)
