@@ -202,11 +202,6 @@ class Array(metaclass=ArrayMeta):
             raise TypeError(f"only integer scalar arrays can be used as an index, not {self.type}")
         return int(np.asarray(self))
 
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a rank-0 array")
-        return (self[i] for i in range(self.shape[0]))
-
     def __setitem__(self, key, value):
         raise TypeError(
             "hlodsl arrays are immutable; build a new array instead (functional "

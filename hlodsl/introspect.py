@@ -54,7 +54,8 @@ def _staged(f, args, kwargs):
 
 
 def _type_str(t) -> str:
-    return repr(array_class(t)) if isinstance(t, ArrayType) else str(t)
+    # The short class name (``Array[float32, (3,)]``): lines stay readable.
+    return array_class(t).__qualname__ if isinstance(t, ArrayType) else str(t)
 
 
 def _typed(comp: Computation) -> list[str]:

@@ -20,7 +20,10 @@ import re
 
 import numpy as np
 
-import jax
+# XLA's C++ logging would print device banners on every start; keep warnings.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+import jax  # noqa: E402
 
 # 64-bit element types need x64 enabled, or jax silently narrows f64/s64
 # buffers to 32 bits when we move them to the device.
@@ -114,22 +117,22 @@ def compile_hlo(text: str) -> Executable:
 def _explain(text: str, message: str) -> str:
     """Our message for an XLA rejection: its first error and the lines it names."""
     lines = text.splitlines()
-    first = next((ln.strip() for ln in message.splitlines() if "error" in ln.lower()),
-                 message.splitlines()[0] if message else "")
+    errors = re.findall(r"error: (.*?)(?:, error:|$)", message, flags=re.MULTILINE)
+    # The last specific complaint is XLA's most precise one; the StableHLO
+    # round-trip adds a generic "Failed to parse" that says nothing.
+    errors = [re.sub(r'^loc\("[^"]*"\):\s*', "", e) for e in errors
+              if not e.startswith("Failed to parse using StableHLO")]
+    first = errors[-1] if errors else (message.splitlines() or [""])[0]
     shown: list[int] = []
     for m in re.finditer(r"was parsing (\d+):(\d+)", message):
-        n = int(m.group(1))
-        if n not in shown:
-            shown.append(n)
-    # Verifier errors name instructions rather than lines: show those lines.
-    for name in re.findall(r"%?([\w.\-]+) = ", message):
-        for i, ln in enumerate(lines, 1):
-            if ln.strip().startswith((f"{name} =", f"%{name} =", f"ROOT {name} =",
-                                      f"ROOT %{name} =")) and i not in shown:
-                shown.append(i)
-    where = "\n".join(f"  {n:4d} | {lines[n - 1]}" for n in shown[:5] if 0 < n <= len(lines))
-    msg = f"XLA rejected the HLO module hlodsl emitted: {first}"
-    if where:
-        msg += f"\noffending lines:\n{where}"
-    return msg + "\n(this is a bug in hlodsl or in a user-defined op's emission; "\
-        "hlodsl.code_hlo shows the whole module)"
+        shown.append(int(m.group(1)))
+    # Verifier errors name instructions (``loc("add.3")``) rather than lines.
+    for name in re.findall(r'loc\("([^"]+)"\)', message):
+        shown += [i for i, ln in enumerate(lines, 1)
+                  if re.match(rf"\s*(ROOT )?%?{re.escape(name)} = ", ln)]
+    shown = list(dict.fromkeys(n for n in shown if 0 < n <= len(lines)))
+    msg = f"XLA rejected the HLO module hlodsl emitted: {first.strip()}"
+    if shown:
+        msg += "\noffending lines:\n" + "\n".join(f"  {n:4d} | {lines[n - 1]}" for n in shown[:5])
+    return msg + ("\n(a bug in hlodsl or in a user-defined op's emission; "
+                  "hlodsl.code_hlo shows the whole module)")

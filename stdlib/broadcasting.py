@@ -22,21 +22,32 @@ __all__ = ["broadcast_shapes", "broadcast_to", "broadcast_arrays", "broadcast", 
 ELEMENTWISE: set = set()
 
 
-def broadcast_shapes(*shapes, what: str = "broadcast") -> tuple[int, ...]:
-    """numpy's broadcast of several shapes, or a ShapeError naming them all."""
+def _broadcast_shape(shapes) -> tuple[tuple[int, ...] | None, int]:
+    """numpy's broadcast shape, or ``(None, failing_dimension)``."""
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(-rank, 0):
         sizes = {s[i] for s in shapes if len(s) >= -i} - {1}
         if len(sizes) > 1:
-            loc = user_location()
-            raise ShapeError(
-                f"{what}: shapes {' and '.join(map(str, shapes))} cannot be broadcast "
-                f"together (dimension {i} has sizes {sorted(sizes)})"
-                + (f"\n  at {loc}" if loc else "")
-            )
+            return None, i
         out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
+    return tuple(out), 0
+
+
+def _raise(what: str, shown: list[str], dim: int):
+    loc = user_location()
+    raise ShapeError(
+        f"{what}: operands {', '.join(shown)} cannot be broadcast together "
+        f"(dimension {dim} differs)" + (f"\n  at {loc}" if loc else "")
+    )
+
+
+def broadcast_shapes(*shapes, what: str = "broadcast_shapes") -> tuple[int, ...]:
+    """numpy's broadcast of several shapes, or a ShapeError naming them all."""
+    shape, dim = _broadcast_shape(shapes)
+    if shape is None:
+        _raise(what, [str(tuple(s)) for s in shapes], dim)
+    return shape
 
 
 def broadcast_to(x: Array, shape) -> Array:
@@ -58,7 +69,9 @@ def broadcast_to(x: Array, shape) -> Array:
 def broadcast_arrays(*xs, what: str = "broadcast") -> list[Array]:
     """Promote to a common element type and broadcast to a common shape."""
     arrays = promote(*xs)
-    shape = broadcast_shapes(*(a.shape for a in arrays), what=what)
+    shape, dim = _broadcast_shape([a.shape for a in arrays])
+    if shape is None:
+        _raise(what, [str(a.type) for a in arrays], dim)
     return [broadcast_to(a, shape) for a in arrays]
 
 
