@@ -25,7 +25,7 @@ from .tree import LEAF, flatten, unflatten
 __all__ = ["compile", "Compiled"]
 
 
-class _Entry:
+class Entry:
     """One compiled signature: the executable and how to wrap its outputs."""
 
     __slots__ = ("staged", "exe", "out_classes", "out_tree", "single")
@@ -62,8 +62,8 @@ class Compiled:
         functools.update_wrapper(self, fn, updated=())
         # Signatures made only of positional arrays: keyed by the argument
         # classes alone, which already determine element types and shapes.
-        self._fast: dict[tuple, _Entry] = {}
-        self._slow: dict[tuple, _Entry] = {}
+        self._fast: dict[tuple, Entry] = {}
+        self._slow: dict[tuple, Entry] = {}
 
     def __call__(self, *args, **kwargs):
         if current_builder() is not None:
@@ -88,11 +88,11 @@ class Compiled:
                 raise TypeError(f"{self.name}: a symbolic array was passed outside staging")
         return entry.run(leaves)
 
-    def _compile(self, args, kwargs) -> _Entry:
+    def _compile(self, args, kwargs) -> Entry:
         staged = stage(self.fn, args, kwargs, self.name)
-        return _Entry(staged, compile_hlo(module_text(staged.computation, self.name)))
+        return Entry(staged, compile_hlo(module_text(staged.computation, self.name)))
 
-    def entry(self, *args, **kwargs) -> _Entry:
+    def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
         leaves, treedef = flatten((args, kwargs))
         key = (treedef, tuple(type(a) for a in leaves))

@@ -26,7 +26,7 @@ import attrs
 from .array import Array
 from .errors import staging_error, user_location
 from .graph import Builder, current_builder
-from .types import ArrayType, TupleType
+from .types import ArrayType
 
 __all__ = ["HloOp", "frozen", "registry", "op_fields"]
 
@@ -110,7 +110,7 @@ class HloOp:
         types = tuple(a.type for a in args)
         rtype = self.result_type(*types)
         node = builder.add(self, tuple(builder.node_of(a) for a in args), rtype, user_location())
-        return _wrap_node(builder, node)
+        return wrap_node(builder, node)
 
     def __repr__(self) -> str:
         # Fields still at their defaults are left out, so reprs read like the call.
@@ -132,55 +132,44 @@ def _short(value) -> str:
     return repr(value)
 
 
-def _wrap_node(builder: Builder, node):
+def wrap_node(builder: Builder, node):
+    """Python value of a node: an Array, or a tuple (of GTEs) for tuple-shaped nodes."""
     if isinstance(node.type, ArrayType):
         return Array._from_node(node)
     from .structural import GetTupleElement
 
     return tuple(
-        _wrap_node(builder, builder.add(GetTupleElement(i), (node,), t, node.loc))
+        wrap_node(builder, builder.add(GetTupleElement(i), (node,), t, node.loc))
         for i, t in enumerate(node.type.elements)
     )
 
 
 # -- eager execution: one cached one-op module per (op, operand types) ---------
 
-_EAGER: dict[tuple, tuple] = {}
+_EAGER: dict[tuple, object] = {}
 
 
 def _eager(op: HloOp, args):
-    types = tuple(a.type for a in args)
-    key = (op, types)
+    key = (op, tuple(a.type for a in args))
     entry = _EAGER.get(key)
     if entry is None:
-        entry = _compile_eager(op, types)
-        _EAGER[key] = entry
-    exe, out_types, is_tuple = entry
-    bufs = []
+        entry = _EAGER[key] = _compile_eager(op, key[1])
     for a in args:
         if a._buf is None:
             raise staging_error(
                 f"a symbolic array {a.type} escaped the function being staged and was "
                 f"passed to {op!r} outside of staging"
             )
-        bufs.append(a._buf)
-    outs = exe.execute(bufs)
-    if not is_tuple:
-        return Array._from_buffer(outs[0], out_types[0])
-    return tuple(Array._from_buffer(b, t) for b, t in zip(outs, out_types))
+    return entry.run(args)
 
 
 def _compile_eager(op: HloOp, types):
+    """Eager semantics are staged semantics of a one-op function."""
+    from .compile import Entry
     from .printer import module_text
     from .runtime import compile_hlo
+    from .staging import stage_types
+    from .tree import flat_treedef
 
-    with Builder(op.opcode) as b:
-        params = [Array._from_node(b.parameter(t)) for t in types]
-        rtype = op.result_type(*types)  # raises at the user's call, before compiling
-        node = b.add(op, tuple(p._node for p in params), rtype, user_location())
-    comp = b.finish(node)
-    out_types = rtype.elements if isinstance(rtype, TupleType) else (rtype,)
-    if any(not isinstance(t, ArrayType) for t in out_types):
-        raise NotImplementedError(f"{op!r}: nested tuple results are not supported eagerly")
-    exe = compile_hlo(module_text(comp, name=f"eager_{op.opcode}"))
-    return exe, out_types, isinstance(rtype, TupleType)
+    staged = stage_types(lambda *xs: op(*xs), flat_treedef(len(types)), types, op.opcode)
+    return Entry(staged, compile_hlo(module_text(staged.computation, f"eager_{op.opcode}")))

@@ -34,7 +34,8 @@ from jax.extend import backend as _jax_backend  # noqa: E402
 
 from .errors import XlaCompileError  # noqa: E402
 
-__all__ = ["backend", "platform", "to_device", "to_host", "compile_hlo", "Executable", "stats"]
+__all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
+           "Executable", "stats"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
 stats = {"compiles": 0}
@@ -57,9 +58,9 @@ def platform() -> str:
     return backend().platform
 
 
-def to_device(host: np.ndarray):
-    """Copy a host array to the default device; returns the device buffer."""
-    return jax.device_put(host, backend().devices()[0])
+def to_device(host: np.ndarray, device: int = 0):
+    """Copy a host array to a device (the first by default); returns the buffer."""
+    return jax.device_put(host, backend().devices()[device])
 
 
 def to_host(buf) -> np.ndarray:
@@ -72,13 +73,29 @@ class Executable:
     A tuple-shaped result comes back as one buffer per tuple element.
     """
 
-    __slots__ = ("_exe", "text", "execute")
+    __slots__ = ("_exe", "text", "execute", "num_devices")
 
-    def __init__(self, exe, text: str):
+    def __init__(self, exe, text: str, num_devices: int = 1):
         self._exe = exe
         self.text = text
+        self.num_devices = num_devices
         # Bound once: the hot path of a compiled call is this single call.
         self.execute = exe.execute
+
+    def execute_per_device(self, args: list[list]) -> list[list]:
+        """Run a multi-device program: ``args[i][d]`` is argument i's buffer on device d.
+
+        Returns ``outs[j][d]``: output j's buffer on device d. Each argument's
+        per-device buffers travel as one jax Array whose (replicated) sharding
+        only names the devices; the executable reads each device's own buffer.
+        """
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        devices = backend().devices()[: self.num_devices]
+        sharding = NamedSharding(Mesh(np.array(devices), ("d",)), PartitionSpec())
+        globals_ = [jax.make_array_from_single_device_arrays(bufs[0].shape, sharding, list(bufs))
+                    for bufs in args]
+        return self._exe.execute_sharded(globals_).disassemble_into_single_device_arrays()
 
     def optimized_hlo(self) -> str:
         """The module after XLA's HLO passes (fusion, layout, scheduling)."""
@@ -97,21 +114,46 @@ def _hlo_to_mlir(text: str) -> bytes:
     return xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
 
 
-def compile_hlo(text: str) -> Executable:
-    """Parse and compile HLO module text for the first device of the backend.
+def device_count() -> int:
+    return len(backend().devices())
 
-    Raises ``XlaCompileError`` with XLA's first complaint and the offending
-    lines of our text, never a bare XLA dump.
+
+def _options(num_replicas: int, num_partitions: int):
+    opts = xc.CompileOptions()
+    n = num_replicas * num_partitions
+    if n > 1:
+        if n > device_count():
+            raise ValueError(
+                f"the program needs {n} devices ({num_replicas} replicas x {num_partitions} "
+                f"partitions) but the backend has {device_count()}; on CPU set "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=N before importing hlodsl")
+        opts.num_replicas = num_replicas
+        opts.num_partitions = num_partitions
+        if num_partitions > 1:
+            opts.executable_build_options.use_spmd_partitioning = True
+        opts.device_assignment = xc.DeviceAssignment.create(
+            np.arange(n).reshape(num_replicas, num_partitions))
+    return opts
+
+
+def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1) -> Executable:
+    """Parse and compile HLO module text.
+
+    One device by default; ``num_replicas`` x ``num_partitions`` devices for
+    replicated (collectives) or SPMD-partitioned programs. Raises
+    ``XlaCompileError`` with XLA's first complaint and the offending lines of
+    our text, never a bare XLA dump.
     """
     be = backend()
+    n = num_replicas * num_partitions
+    opts = _options(num_replicas, num_partitions)
     try:
         mlir = _hlo_to_mlir(text)
-        exe = be.compile_and_load(mlir, xc.DeviceList(tuple(be.devices()[:1])),
-                                  xc.CompileOptions())
+        exe = be.compile_and_load(mlir, xc.DeviceList(tuple(be.devices()[:n])), opts)
     except Exception as e:  # XLA raises its own runtime error type; wrap them all
         raise XlaCompileError(_explain(text, str(e))) from None
     stats["compiles"] += 1
-    return Executable(exe, text)
+    return Executable(exe, text, n)
 
 
 def _explain(text: str, message: str) -> str:

@@ -17,7 +17,7 @@ from .graph import Builder, Computation
 from .tree import flatten, unflatten
 from .types import ArrayType
 
-__all__ = ["stage", "Staged", "stage_computation", "stats"]
+__all__ = ["stage", "stage_types", "Staged", "stage_computation", "stats"]
 
 #: Counter for tests: how many times a Python function was staged.
 stats = {"stagings": 0}
@@ -54,10 +54,14 @@ def stage(fn, args: tuple, kwargs: dict, name: str | None = None) -> Staged:
     used); every other value is static and passed through as is.
     """
     leaves, treedef = flatten((args, kwargs))
-    in_types = tuple(a.type for a in leaves)
+    return stage_types(fn, treedef, tuple(a.type for a in leaves), name)
+
+
+def stage_types(fn, treedef, in_types: tuple, name: str | None = None) -> Staged:
+    """Stage ``fn`` on symbolic arguments: ``treedef`` of ``(args, kwargs)``, leaf types."""
     stats["stagings"] += 1
     name = name or getattr(fn, "__name__", "staged")
-    names = _arg_names(fn, treedef, len(leaves))
+    names = _arg_names(fn, treedef, len(in_types))
     with Builder(name) as b:
         sym = [Array._from_node(b.parameter(t, n)) for t, n in zip(in_types, names)]
         s_args, s_kwargs = unflatten(treedef, sym)
@@ -68,12 +72,12 @@ def stage(fn, args: tuple, kwargs: dict, name: str | None = None) -> Staged:
     return Staged(b.finish(root), out_tree, tuple(n.type for n in out_nodes), in_types)
 
 
-def _root(b: Builder, nodes: tuple, name: str):
+def _root(b: Builder, nodes: tuple, name: str, force_tuple: bool = False):
     from .structural import Tuple
 
-    if len(nodes) == 1:
+    if len(nodes) == 1 and not force_tuple:
         return nodes[0]
-    if not nodes:
+    if not nodes and not force_tuple:
         raise staging_error(f"staged function '{name}' returned no arrays")
     return b.add(Tuple(), nodes, Tuple().result_type(*(n.type for n in nodes)), None)
 
@@ -81,13 +85,18 @@ def _root(b: Builder, nodes: tuple, name: str):
 _SUBCOMPUTATIONS: dict[tuple, Computation] = {}
 
 
-def stage_computation(fn, arg_types: tuple[ArrayType, ...]) -> Computation:
-    """The sub-computation of ``fn`` applied to symbolic arrays of ``arg_types``.
+def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Computation:
+    """The sub-computation of ``fn`` applied to symbolic values of ``arg_types``.
 
-    Cached by ``(fn, arg_types)``: an op's shape rule and its emission both
-    ask for it. ``fn`` must return an array or a tuple of arrays.
+    A ``TupleType`` parameter reaches ``fn`` as a Python tuple of arrays.
+    ``fn`` returns an array or a tuple of arrays (several results become an
+    HLO tuple; ``tuple_result=True`` makes even one result a 1-tuple, as
+    While bodies need). Cached by ``(fn, arg_types, tuple_result)``: an op's
+    shape rule and its emission both ask for it.
     """
-    key = (fn, arg_types)
+    from .op import wrap_node
+
+    key = (fn, arg_types, tuple_result)
     comp = _SUBCOMPUTATIONS.get(key)
     if comp is not None:
         return comp
@@ -95,7 +104,7 @@ def stage_computation(fn, arg_types: tuple[ArrayType, ...]) -> Computation:
     if name == "<lambda>":
         name = "lambda"
     with Builder(name) as b:
-        params = [Array._from_node(b.parameter(t)) for t in arg_types]
+        params = [wrap_node(b, b.parameter(t)) for t in arg_types]
         out = fn(*params)
         leaves = list(out) if isinstance(out, (tuple, list)) else [out]
         for x in leaves:
@@ -104,7 +113,8 @@ def stage_computation(fn, arg_types: tuple[ArrayType, ...]) -> Computation:
                     f"the computation {name} given to an op returned a "
                     f"{type(x).__name__}; it must return hlodsl arrays"
                 )
-        root = _root(b, tuple(b.node_of(x) for x in leaves), name)
+        root = _root(b, tuple(b.node_of(x) for x in leaves), name,
+                     force_tuple=tuple_result or isinstance(out, (tuple, list)) and len(leaves) != 1)
     comp = b.finish(root)
     _SUBCOMPUTATIONS[key] = comp
     return comp

@@ -19,7 +19,7 @@ import numpy as np
 
 from .array import Array
 
-__all__ = ["flatten", "unflatten", "LEAF"]
+__all__ = ["flatten", "unflatten", "flat_treedef", "LEAF"]
 
 LEAF = "*"
 
@@ -79,6 +79,11 @@ def _flatten(x, leaves: list):
         names = tuple(f.name for f in attrs.fields(t))
         return (attrs, t, names, tuple(_flatten(getattr(x, n), leaves) for n in names))
     return _Static(x)
+
+
+def flat_treedef(n: int):
+    """The treedef of ``((a1, ..., an), {})``: n positional array arguments."""
+    return (tuple, ((tuple, (LEAF,) * n), (dict, (), ())))
 
 
 def unflatten(treedef, leaves):
