@@ -4,7 +4,7 @@
 >>> from hlodsl.stdlib import exp, sum
 >>> softmax = hd.compile(lambda xs: exp(xs) / sum(exp(xs)))
 >>> softmax(hd.array(np.zeros(4, np.float32)))
-Array[float32, (4,)]([0.25, 0.25, 0.25, 0.25])
+hlodsl.Array[float32, (4,)]([0.25, 0.25, 0.25, 0.25])
 """
 
 from .dtypes import (  # noqa: F401
@@ -15,9 +15,9 @@ from .dtypes import (  # noqa: F401
 from .errors import HloDslError, ShapeError, StagingError, XlaCompileError  # noqa: F401
 from .types import ArrayType, TupleType  # noqa: F401
 from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
-from .dispatch import dispatch  # noqa: F401
+from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
-from .compile import Compiled, compile  # noqa: F401
+from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
 
 from . import ops, stdlib  # noqa: E402,F401  (the layers above the core)

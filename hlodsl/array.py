@@ -246,9 +246,9 @@ def array(x, dtype=None) -> Array:
 
     >>> import hlodsl as hd
     >>> hd.array([1.0, 2.0])
-    Array[float64, (2,)]([1., 2.])
+    hlodsl.Array[float64, (2,)]([1., 2.])
     >>> hd.array(3, dtype=hd.float32)
-    Array[float32, ()](3.)
+    hlodsl.Array[float32, ()](3.)
     """
     from . import runtime
 

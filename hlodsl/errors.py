@@ -19,6 +19,11 @@ __all__ = [
 _INTERNAL_PREFIXES = ("hlodsl", "plum", "beartype", "attr", "contextlib", "functools")
 
 
+#: Classes whose methods are library code even when defined in user modules
+#: (HloOp: a user op's shape rule is not where the user called the op).
+internal_classes: list[type] = []
+
+
 class HloDslError(Exception):
     """Base class of all errors raised by hlodsl."""
 
@@ -48,8 +53,10 @@ def _is_internal(frame) -> bool:
     g = frame.f_globals
     if g.get("__hlodsl_user_code__"):  # e.g. hlodsl.demo: library file, user-style code
         return False
-    name = g.get("__name__", "")
-    return name.startswith(_INTERNAL_PREFIXES)
+    if g.get("__name__", "").startswith(_INTERNAL_PREFIXES):
+        return True
+    owner = frame.f_locals.get("self") if frame.f_code.co_varnames[:1] == ("self",) else None
+    return owner is not None and isinstance(owner, tuple(internal_classes))
 
 
 def user_location(skip: int = 1) -> SourceLocation | None:

@@ -10,7 +10,7 @@ terminal and render as HTML in Jupyter.
 >>> x = hd.array(np.ones(3, np.float32))
 >>> print(hd.code_typed(lambda x: x * x, x))
 function <lambda>(x: Array[float32, (3,)])
-  %1 = Multiply()(x, x) :: Array[float32, (3,)]
+  %1 = Multiply()(x, x) :: Array[float32, (3,)]  # ...
   return %1
 """
 
@@ -20,7 +20,7 @@ import html
 import re
 
 from .array import array_class
-from .compile import Compiled
+from .compiler import Compiled
 from .graph import Computation
 from .printer import module_text
 from .runtime import compile_hlo

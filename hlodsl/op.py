@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import attrs
 
 from .array import Array
-from .errors import staging_error, user_location
+from .errors import internal_classes, staging_error, user_location
 from .graph import Builder, current_builder
 from .types import ArrayType
 
@@ -70,8 +70,11 @@ class HloOp:
         # included), so the rebuilt class replaces the first registration.
         opcode = cls.opcode
         known = _REGISTRY.get(opcode)
-        if known is not None and known.__qualname__ != cls.__qualname__:
-            raise TypeError(f"opcode {opcode!r} is already registered by {known.__qualname__}")
+        same = known is not None and (known.__module__, known.__qualname__) == \
+            (cls.__module__, cls.__qualname__)
+        if known is not None and not same:
+            raise TypeError(f"opcode {opcode!r} is already registered by "
+                            f"{known.__module__}.{known.__qualname__}")
         _REGISTRY[opcode] = cls
 
     # -- the three rules an op supplies -------------------------------------
@@ -120,6 +123,10 @@ class HloOp:
         return f"{type(self).__name__}({fields})"
 
 
+# A user op's shape rule runs in user code; its frames are not the call site.
+internal_classes.append(HloOp)
+
+
 def op_fields(op) -> tuple:
     return attrs.fields(type(op)) if attrs.has(type(op)) else ()
 
@@ -165,11 +172,9 @@ def _eager(op: HloOp, args):
 
 def _compile_eager(op: HloOp, types):
     """Eager semantics are staged semantics of a one-op function."""
-    from .compile import Entry
-    from .printer import module_text
-    from .runtime import compile_hlo
+    from .compiler import Entry
     from .staging import stage_types
     from .tree import flat_treedef
 
     staged = stage_types(lambda *xs: op(*xs), flat_treedef(len(types)), types, op.opcode)
-    return Entry(staged, compile_hlo(module_text(staged.computation, f"eager_{op.opcode}")))
+    return Entry.build(staged, f"eager_{op.opcode}")

@@ -68,7 +68,7 @@ class PrintContext:
             operands = [names[id(o)] for o in node.operands]
             text = node.op.emit(operands, tuple(o.type for o in node.operands), node.type, self)
             root = "ROOT " if node is comp.root else ""
-            meta = _metadata(node) if self.metadata else ""
+            meta = _metadata(node, f"{_ident(comp.name)}/{name}") if self.metadata else ""
             lines.append(f"  {root}{name} = {node.type.hlo} {text}{meta}\n")
         return "".join(lines)
 
@@ -79,12 +79,15 @@ class PrintContext:
             f"ENTRY {self._fresh(_ident(name))} {{\n{body}}}\n"
 
 
-def _metadata(node) -> str:
+def _metadata(node, op_name: str) -> str:
     loc = node.loc
     if loc is None:
         return ""
     file = loc.file.replace("\\", "/").replace('"', "'")
-    return f', metadata={{source_file="{file}" source_line={loc.line}}}'
+    # XLA keeps source_file/source_line through its passes only with an op_name;
+    # "computation/instruction" also lets verifier errors name the instruction.
+    return (f', metadata={{op_name="{op_name}" '
+            f'source_file="{file}" source_line={loc.line}}}')
 
 
 def module_text(entry: Computation, name: str | None = None, metadata: bool = True) -> str:

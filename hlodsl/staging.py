@@ -14,7 +14,7 @@ import inspect
 from .array import Array
 from .errors import staging_error
 from .graph import Builder, Computation
-from .tree import flatten, unflatten
+from .tree import LEAF, flatten, unflatten
 from .types import ArrayType
 
 __all__ = ["stage", "stage_types", "Staged", "stage_computation", "stats"]
@@ -36,15 +36,33 @@ class Staged:
 
 
 def _arg_names(fn, treedef, n: int) -> list[str]:
-    """Parameter names for the printed module: the Python argument names where flat."""
+    """Parameter names for the printed module, from the Python argument names.
+
+    An array argument keeps its name; the leaves of a structured argument are
+    numbered after it (``params.0``, ``params.1``); keyword leaves take the key.
+    """
     try:
         params = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         params = []
-    args_td = treedef[1][0][1] if treedef[0] is tuple else ()
-    if len(params) >= len(args_td) and all(td == "*" for td in args_td) and len(args_td) == n:
-        return params[:n]
-    return [f"p{i}" for i in range(n)]
+    args_td, kwargs_td = treedef[1]
+    names: list[str] = []
+    for i, td in enumerate(args_td[1]):
+        base = params[i] if i < len(params) else f"arg{i}"
+        count = _count_leaves(td)
+        names += [base] if td == LEAF else [f"{base}.{k}" for k in range(count)]
+    for key, td in zip(kwargs_td[1], kwargs_td[2]):
+        count = _count_leaves(td)
+        names += [str(key)] if td == LEAF else [f"{key}.{k}" for k in range(count)]
+    return names if len(names) == n else [f"p{i}" for i in range(n)]
+
+
+def _count_leaves(td) -> int:
+    if td == LEAF:
+        return 1
+    if isinstance(td, tuple):
+        return sum(_count_leaves(c) for c in td if isinstance(c, tuple) or c == LEAF)
+    return 0
 
 
 def stage(fn, args: tuple, kwargs: dict, name: str | None = None) -> Staged:

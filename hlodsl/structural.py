@@ -43,7 +43,7 @@ class Constant(HloOp, opcode="constant"):
 
     >>> import numpy as np
     >>> Constant(np.float32(2.5))()
-    Array[float32, ()](2.5)
+    hlodsl.Array[float32, ()](2.5)
     """
 
     value: np.ndarray = attrs.field(converter=_as_host)

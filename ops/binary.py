@@ -5,7 +5,7 @@ here; ``hlodsl.stdlib.add`` (and ``+``) broadcast numpy-style first.
 
 >>> import numpy as np, hlodsl as hd
 >>> Add()(hd.array(np.float32([1, 2])), hd.array(np.float32([10, 20])))
-Array[float32, (2,)]([11., 22.])
+hlodsl.Array[float32, (2,)]([11., 22.])
 """
 
 from __future__ import annotations

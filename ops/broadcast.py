@@ -2,7 +2,7 @@
 
 >>> import numpy as np, hlodsl as hd
 >>> Broadcast((2, 3), (1,))(hd.array(np.float32([1, 2, 3])))
-Array[float32, (2, 3)](
+hlodsl.Array[float32, (2, 3)](
   [[1., 2., 3.],
    [1., 2., 3.]])
 """

@@ -3,9 +3,9 @@
 >>> import numpy as np, hlodsl as hd
 >>> x, y = hd.array(np.float32([1, 5])), hd.array(np.float32([3, 3]))
 >>> Compare("LT")(x, y)
-Array[pred, (2,)]([ True, False])
+hlodsl.Array[pred, (2,)]([ True, False])
 >>> Select()(Compare("LT")(x, y), x, y)
-Array[float32, (2,)]([1., 3.])
+hlodsl.Array[float32, (2,)]([1., 3.])
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 >>> import numpy as np, hlodsl as hd
 >>> Convert(hd.int32)(hd.array(np.float32([1.7, -1.7])))
-Array[int32, (2,)]([ 1, -1])
+hlodsl.Array[int32, (2,)]([ 1, -1])
 """
 
 from __future__ import annotations

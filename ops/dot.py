@@ -3,7 +3,7 @@
 >>> import numpy as np, hlodsl as hd
 >>> A = hd.array(np.eye(2, dtype=np.float32)); x = hd.array(np.float32([1, 2]))
 >>> Dot(lhs_contracting=(1,), rhs_contracting=(0,))(A, x)
-Array[float32, (2,)]([1., 2.])
+hlodsl.Array[float32, (2,)]([1., 2.])
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 >>> import hlodsl as hd
 >>> Iota(hd.int32, (2, 3), 1)()
-Array[int32, (2, 3)](
+hlodsl.Array[int32, (2, 3)](
   [[0, 1, 2],
    [0, 1, 2]])
 """

@@ -3,7 +3,7 @@
 >>> import numpy as np, hlodsl as hd
 >>> x = hd.array(np.float32([1, 2]))
 >>> Map(lambda a, b: hd.ops.Multiply()(a, b))(x, x)
-Array[float32, (2,)]([1., 4.])
+hlodsl.Array[float32, (2,)]([1., 4.])
 """
 
 from __future__ import annotations

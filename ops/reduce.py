@@ -7,7 +7,7 @@ N elements) and returns N scalars.
 >>> import numpy as np, hlodsl as hd
 >>> def add(a, b): return hd.ops.Add()(a, b)
 >>> Reduce(add, (1,))(hd.array(np.float32([[1, 2], [3, 4]])), hd.array(np.float32(0)))
-Array[float32, (2,)]([3., 7.])
+hlodsl.Array[float32, (2,)]([3., 7.])
 """
 
 from __future__ import annotations

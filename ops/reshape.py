@@ -3,7 +3,7 @@
 >>> import numpy as np, hlodsl as hd
 >>> x = hd.array(np.arange(6, dtype=np.int32))
 >>> Transpose((1, 0))(Reshape((2, 3))(x))
-Array[int32, (3, 2)](
+hlodsl.Array[int32, (3, 2)](
   [[0, 3],
    [1, 4],
    [2, 5]])

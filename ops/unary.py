@@ -5,7 +5,7 @@ function that models it for the tests.
 
 >>> import numpy as np, hlodsl as hd
 >>> Exp()(hd.array(np.zeros(2, np.float32)))
-Array[float32, (2,)]([1., 1.])
+hlodsl.Array[float32, (2,)]([1., 1.])
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 >>> import hlodsl.stdlib as xp
 >>> W = hd.array(np.eye(2, dtype=np.float32)); x = hd.array(np.float32([1, 2]))
 >>> xp.matmul(W, x) + 1
-Array[float32, (2,)]([2., 3.])
+hlodsl.Array[float32, (2,)]([2., 3.])
 """
 
 from . import operators  # noqa: F401  (installs Array's operators and methods)

@@ -3,14 +3,14 @@
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl.stdlib import broadcast
 >>> broadcast(lambda a, b: a * b + 1, hd.array(np.float32([1, 2])), 3.0)
-Array[float32, (2,)]([4., 7.])
+hlodsl.Array[float32, (2,)]([4., 7.])
 """
 
 from __future__ import annotations
 
 from hlodsl import ops
 from hlodsl.array import Array
-from hlodsl.dispatch import dispatch
+from hlodsl.dispatcher import dispatch
 from hlodsl.errors import ShapeError, user_location
 
 from .promotion import promote
@@ -50,7 +50,7 @@ def broadcast_shapes(*shapes, what: str = "broadcast_shapes") -> tuple[int, ...]
     return shape
 
 
-def broadcast_to(x: Array, shape) -> Array:
+def broadcast_to(x: Array, shape):
     """``x`` broadcast to ``shape`` by numpy's rules (a reshape then an HLO broadcast)."""
     shape = tuple(shape)
     if x.shape == shape:
@@ -76,7 +76,7 @@ def broadcast_arrays(*xs, what: str = "broadcast") -> list[Array]:
 
 
 @dispatch
-def broadcast(f, *xs) -> Array:
+def broadcast(f, *xs):
     """Apply ``f`` elementwise over the broadcast of ``xs`` (the paper's ``f.(xs...)``).
 
     stdlib elementwise functions lower to HLO elementwise instructions; any other

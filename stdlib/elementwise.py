@@ -7,17 +7,17 @@ converts where the operands need them). Add a method for your own types with
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl.stdlib import add, exp
 >>> add(hd.array(np.float32([[1], [2]])), hd.array(np.float32([10, 20])))
-Array[float32, (2, 2)](
+hlodsl.Array[float32, (2, 2)](
   [[11., 21.],
    [12., 22.]])
 >>> exp(hd.array(np.float32(0)))
-Array[float32, ()](1.)
+hlodsl.Array[float32, ()](1.)
 """
 
 
 from hlodsl import ops
 from hlodsl.array import Array
-from hlodsl.dispatch import dispatch
+from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import Bool, Inexact, Integer, float64
 
 from .broadcasting import ELEMENTWISE, broadcast_arrays
@@ -42,7 +42,7 @@ def _generic(name: str, impl, doc: str):
 
 
 def _binary(name: str, op, doc: str, true_division: bool = False):
-    def impl(x: ArrayLike, y: ArrayLike) -> Array:
+    def impl(x: ArrayLike, y: ArrayLike):
         x, y = broadcast_arrays(x, y, what=name)
         if true_division and issubclass(x.dtype, (Integer, Bool)):
             x, y = lift(x, float64), lift(y, float64)
@@ -52,7 +52,7 @@ def _binary(name: str, op, doc: str, true_division: bool = False):
 
 
 def _unary(name: str, op, doc: str, inexact: bool = False):
-    def impl(x: ArrayLike) -> Array:
+    def impl(x: ArrayLike):
         (x,) = broadcast_arrays(x, what=name)
         if inexact and not issubclass(x.dtype, Inexact):
             x = lift(x, float64)  # as numpy: exp of an int array is float64

@@ -4,14 +4,14 @@
 >>> from hlodsl.stdlib import matmul
 >>> A = hd.array(np.float32([[1, 2], [3, 4]]))
 >>> matmul(A, hd.array(np.float32([1, 1])))
-Array[float32, (2,)]([3., 7.])
+hlodsl.Array[float32, (2,)]([3., 7.])
 """
 
 from __future__ import annotations
 
 from hlodsl import ops
 from hlodsl.array import Array, Matrix, Vector
-from hlodsl.dispatch import dispatch
+from hlodsl.dispatcher import dispatch
 from hlodsl.errors import ShapeError, user_location
 
 from .broadcasting import broadcast_shapes, broadcast_to
@@ -24,31 +24,31 @@ _VECMAT = ops.Dot(lhs_contracting=(0,), rhs_contracting=(0,))
 
 
 @dispatch
-def matmul(A: Matrix, B: Matrix) -> Array:
+def matmul(A: Matrix, B: Matrix):
     """Matrix product: ``(m, k) @ (k, n) -> (m, n)``."""
     return _MATVEC(*promote(A, B))
 
 
 @dispatch
-def matmul(A: Matrix, x: Vector) -> Array:  # noqa: F811
+def matmul(A: Matrix, x: Vector):  # noqa: F811
     """Matrix-vector product: ``(m, k) @ (k,) -> (m,)``."""
     return _MATVEC(*promote(A, x))
 
 
 @dispatch
-def matmul(x: Vector, B: Matrix) -> Array:  # noqa: F811
+def matmul(x: Vector, B: Matrix):  # noqa: F811
     """Vector-matrix product: ``(k,) @ (k, n) -> (n,)``."""
     return _VECMAT(*promote(x, B))
 
 
 @dispatch
-def matmul(x: Vector, y: Vector) -> Array:  # noqa: F811
+def matmul(x: Vector, y: Vector):  # noqa: F811
     """Inner product: ``(k,) @ (k,) -> ()``."""
     return _VECMAT(*promote(x, y))
 
 
 @dispatch
-def matmul(A: Array, B: Array) -> Array:  # noqa: F811
+def matmul(A: Array, B: Array):  # noqa: F811
     """Batched product with numpy's rules: batch dimensions broadcast."""
     if A.ndim == 0 or B.ndim == 0:
         loc = user_location()
@@ -73,7 +73,7 @@ def matmul(A: Array, B: Array) -> Array:  # noqa: F811
 
 
 @dispatch
-def matrix_transpose(A: Array) -> Array:
+def matrix_transpose(A: Array):
     """Swap the last two dimensions."""
     if A.ndim < 2:
         raise ValueError(f"matrix_transpose needs rank >= 2, got shape {A.shape}")

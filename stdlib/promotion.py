@@ -57,7 +57,7 @@ def _np_dtype(a):
     return a.dtype.np_dtype if isinstance(a, Array) else np.asarray(a).dtype
 
 
-def lift(x, dtype) -> Array:
+def lift(x, dtype):
     """``x`` as an array of element type ``dtype`` (converting arrays, wrapping scalars)."""
     dtype = element_type(dtype)
     if isinstance(x, Array):

@@ -4,9 +4,9 @@
 >>> from hlodsl.stdlib import mapreduce, sum, exp, add
 >>> x = hd.array(np.float32([[1, 2], [3, 4]]))
 >>> sum(x), sum(x, axis=0)
-(Array[float32, ()](10.), Array[float32, (2,)]([4., 6.]))
+(hlodsl.Array[float32, ()](10.), hlodsl.Array[float32, (2,)]([4., 6.]))
 >>> mapreduce(lambda v: v * v, add, x)
-Array[float32, ()](30.)
+hlodsl.Array[float32, ()](30.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from hlodsl import ops
 from hlodsl.array import Array
-from hlodsl.dispatch import dispatch
+from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import Bool, Floating, Inexact, Integer, UnsignedInteger, float64, int64, uint64
 
 from .broadcasting import ELEMENTWISE
@@ -59,7 +59,7 @@ def _identity(op, dtype):
 
 
 @dispatch
-def mapreduce(f, op, A: Array, axis=None, init=None, keepdims: bool = False) -> Array:
+def mapreduce(f, op, A: Array, axis=None, init=None, keepdims: bool = False):
     """Reduce ``f`` applied to each element of ``A`` with the binary ``op``.
 
     ``f`` is ``None`` (identity), a stdlib elementwise function (applied as
@@ -89,33 +89,33 @@ def _accumulator(dtype):
 
 
 @dispatch
-def sum(x: Array, axis=None, keepdims: bool = False) -> Array:
+def sum(x: Array, axis=None, keepdims: bool = False):
     """Sum over ``axis`` (all by default)."""
     x = lift(x, _accumulator(x.dtype))
     return mapreduce(None, add, x, axis=axis, keepdims=keepdims)
 
 
 @dispatch
-def prod(x: Array, axis=None, keepdims: bool = False) -> Array:
+def prod(x: Array, axis=None, keepdims: bool = False):
     """Product over ``axis`` (all by default)."""
     x = lift(x, _accumulator(x.dtype))
     return mapreduce(None, multiply, x, axis=axis, keepdims=keepdims)
 
 
 @dispatch
-def max(x: Array, axis=None, keepdims: bool = False) -> Array:
+def max(x: Array, axis=None, keepdims: bool = False):
     """Maximum over ``axis``; NaN propagates."""
     return mapreduce(None, maximum, x, axis=axis, keepdims=keepdims)
 
 
 @dispatch
-def min(x: Array, axis=None, keepdims: bool = False) -> Array:
+def min(x: Array, axis=None, keepdims: bool = False):
     """Minimum over ``axis``; NaN propagates."""
     return mapreduce(None, minimum, x, axis=axis, keepdims=keepdims)
 
 
 @dispatch
-def mean(x: Array, axis=None, keepdims: bool = False) -> Array:
+def mean(x: Array, axis=None, keepdims: bool = False):
     """Arithmetic mean over ``axis`` (integer input gives float64)."""
     if not issubclass(x.dtype, Inexact):
         x = lift(x, float64)

@@ -9,7 +9,7 @@ look the entry up and run it.
 >>> import numpy as np, hlodsl as hd
 >>> f = hd.compile(lambda x, y: x * y + x)
 >>> f(hd.array(np.float32(3)), hd.array(np.float32(4)))
-Array[float32, ()](15.)
+hlodsl.Array[float32, ()](15.)
 """
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ class Entry:
         self.out_classes = tuple(array_class(t) for t in staged.out_types)
         self.out_tree = staged.out_tree
         self.single = staged.out_tree is LEAF
+
+    @classmethod
+    def build(cls, staged: Staged, name: str) -> Entry:
+        """Print ``staged`` as a module, compile it and make the cache entry."""
+        out_types = [(t.shape, t.dtype.np_dtype) for t in staged.out_types]
+        return cls(staged, compile_hlo(module_text(staged.computation, name),
+                                       out_types=out_types))
 
     def run(self, leaves) -> object:
         outs = self.exe.execute([a._buf for a in leaves])
@@ -89,8 +96,7 @@ class Compiled:
         return entry.run(leaves)
 
     def _compile(self, args, kwargs) -> Entry:
-        staged = stage(self.fn, args, kwargs, self.name)
-        return Entry(staged, compile_hlo(module_text(staged.computation, self.name)))
+        return Entry.build(stage(self.fn, args, kwargs, self.name), self.name)
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
