@@ -32,6 +32,10 @@ __all__ = ["HloOp", "frozen", "registry", "op_fields"]
 
 _REGISTRY: dict[str, type] = {}
 
+# Concrete Array classes are real subclasses of Array: the C-level check skips
+# plum's parametric __instancecheck__ (a Python call) on this hot path.
+_is_array = type.__instancecheck__.__get__(Array)
+
 
 def frozen(cls=None, **kwargs):
     """``attrs.frozen`` for op classes, keeping ``HloOp``'s call-like repr.
@@ -97,7 +101,7 @@ class HloOp:
 
     def __call__(self, *args: Any):
         for i, a in enumerate(args):
-            if not isinstance(a, Array):
+            if not _is_array(a):
                 raise TypeError(
                     f"{self!r}: operand {i} is a {type(a).__name__}, not an hlodsl Array. "
                     "Ops take arrays only (hlodsl.array(x) makes one; the stdlib functions "

@@ -17,6 +17,8 @@ from .promotion import promote
 
 __all__ = ["broadcast_shapes", "broadcast_to", "broadcast_arrays", "broadcast", "ELEMENTWISE"]
 
+_is_array = type.__instancecheck__.__get__(Array)
+
 #: stdlib functions that already act elementwise on whole arrays; ``broadcast``
 #: and ``mapreduce`` call them directly instead of wrapping them in a Map.
 ELEMENTWISE: set = set()
@@ -68,6 +70,9 @@ def broadcast_to(x: Array, shape):
 
 def broadcast_arrays(*xs, what: str = "broadcast") -> list[Array]:
     """Promote to a common element type and broadcast to a common shape."""
+    first = type(xs[0])
+    if all(type(x) is first for x in xs) and _is_array(xs[0]):
+        return list(xs)  # the common case, already agreed: no promotion work
     arrays = promote(*xs)
     shape, dim = _broadcast_shape([a.shape for a in arrays])
     if shape is None:

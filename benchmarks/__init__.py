@@ -1,0 +1,25 @@
+"""hlodsl benchmarks: hlodsl and its peers (jax.jit, jax eager, numpy) side by side.
+
+Run ``python -m benchmarks`` (add ``--quick`` for a smoke run) from the
+repository root; it prints a Markdown table with hlodsl's time, the peer's
+time and the ratio hlodsl / peer for every case. ``run(quick)`` returns the
+rows as dicts, for tests and scripts. See docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+from .report import machine, table
+from .timing import settings
+
+__all__ = ["run", "table", "machine"]
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Measure every case; one dict per row (times in seconds, see ``foundation.row``)."""
+    from . import foundation
+
+    cfg = settings(quick)
+    rows: list[dict] = []
+    for case in foundation.ALL:
+        rows.extend(case(cfg))
+    return rows

@@ -1,0 +1,85 @@
+"""A careful timer: timeit-style loops, warm-up, interleaved repeats, medians.
+
+Statements are timed with :class:`timeit.Timer`, which inlines the statement
+in its loop (no wrapper-function call per iteration) and uses
+``time.perf_counter``. Each statement is warmed up, its loop count is chosen
+so that one repeat lasts about ``target_s``, and the repeats of the two sides
+of a comparison are interleaved (ours, peer, ours, peer, ...) so that drift in
+the machine's speed hits both alike. The reported time is the median over the
+repeats, per call, in seconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import timeit
+
+__all__ = ["Settings", "settings", "loop_count", "compare", "time_once"]
+
+
+class Settings:
+    """How long to measure: ``quick`` is a smoke run, the default a real one."""
+
+    def __init__(self, quick: bool):
+        self.quick = quick
+        #: seconds one repeat of a loop should last
+        self.target_s = 0.005 if quick else 0.05
+        #: repeats per statement (the median is reported)
+        self.repeat = 3 if quick else 21
+        #: warm-up calls before anything is timed
+        self.warmup = 3 if quick else 200
+        #: repetitions of one-shot measurements (staging + compile)
+        self.once_repeat = 2 if quick else 15
+
+
+def settings(quick: bool) -> Settings:
+    return Settings(quick)
+
+
+def _timer(stmt: str, namespace: dict) -> timeit.Timer:
+    return timeit.Timer(stmt, globals=namespace, timer=time.perf_counter)
+
+
+def loop_count(timer: timeit.Timer, target_s: float) -> int:
+    """The smallest 1, 2, 5, 10, 20, ... loop count lasting at least ``target_s``."""
+    n = 1
+    while True:
+        for m in (1, 2, 5):
+            number = n * m
+            if timer.timeit(number) >= target_s:
+                return number
+        n *= 10
+
+
+def compare(stmts: dict[str, str], namespace: dict, cfg: Settings) -> dict[str, float]:
+    """Median seconds per call of each statement, measured side by side.
+
+    ``stmts`` maps a label to a Python statement evaluated in ``namespace``.
+    """
+    timers = {k: _timer(s, namespace) for k, s in stmts.items()}
+    for t in timers.values():
+        t.timeit(cfg.warmup)
+    numbers = {k: loop_count(t, cfg.target_s) for k, t in timers.items()}
+    samples: dict[str, list[float]] = {k: [] for k in stmts}
+    for _ in range(cfg.repeat):
+        for k, t in timers.items():
+            samples[k].append(t.timeit(numbers[k]) / numbers[k])
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def time_once(fns: dict[str, callable], cfg: Settings) -> dict[str, float]:
+    """Median seconds of one call of each (fresh-state) function, interleaved.
+
+    For one-shot work such as staging and compiling: every call must redo the
+    whole work (the functions build fresh objects so no cache is hit).
+    """
+    for f in fns.values():  # warm-up: imports, first-use initialisation
+        f()
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(cfg.once_repeat):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            samples[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in samples.items()}
