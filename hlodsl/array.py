@@ -30,7 +30,7 @@ from .dtypes import ElementType, element_type
 from .errors import staging_error
 from .types import ArrayType
 
-__all__ = ["Array", "array", "Scalar", "Vector", "Matrix", "is_symbolic"]
+__all__ = ["Array", "Token", "array", "Scalar", "Vector", "Matrix", "is_symbolic"]
 
 _ANY_SHAPE = ...
 
@@ -263,6 +263,27 @@ def array(x, dtype=None) -> Array:
 
 
 Array.__module__ = "hlodsl"
+
+
+class Token:
+    """A symbolic HLO token: orders side-effecting ops inside a staged program.
+
+    Tokens exist only while staging (XLA does not hand them back to Python);
+    ops that take or return tokens are called inside ``hlodsl.compile``.
+    """
+
+    __slots__ = ("_node", "_buf")
+
+    def __init__(self, node):
+        self._node = node
+        self._buf = None
+
+    @property
+    def type(self):
+        return self._node.type
+
+    def __repr__(self) -> str:
+        return f"Token(<symbolic {self._node.name}>)"
 
 Scalar = Array[ElementType, ()]
 Vector = Array[ElementType, (None,)]

@@ -42,6 +42,13 @@ class Entry:
     @classmethod
     def build(cls, staged: Staged, name: str) -> Entry:
         """Print ``staged`` as a module, compile it and make the cache entry."""
+        from .errors import staging_error
+        from .types import ArrayType
+
+        if not all(isinstance(t, ArrayType) for t in staged.out_types):
+            raise staging_error(f"{name}: a staged program can only return arrays, not "
+                                f"{', '.join(str(t) for t in staged.out_types)} "
+                                "(tokens stay inside the program)")
         out_types = [(t.shape, t.dtype.np_dtype) for t in staged.out_types]
         return cls(staged, compile_hlo(module_text(staged.computation, name),
                                        out_types=out_types))

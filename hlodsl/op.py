@@ -23,10 +23,10 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .array import Array
+from .array import Array, Token
 from .errors import internal_classes, staging_error, user_location
 from .graph import Builder, current_builder
-from .types import ArrayType
+from .types import ArrayType, TokenType
 
 __all__ = ["HloOp", "frozen", "registry", "op_fields"]
 
@@ -101,7 +101,7 @@ class HloOp:
 
     def __call__(self, *args: Any):
         for i, a in enumerate(args):
-            if not _is_array(a):
+            if not _is_array(a) and type(a) is not Token:
                 raise TypeError(
                     f"{self!r}: operand {i} is a {type(a).__name__}, not an hlodsl Array. "
                     "Ops take arrays only (hlodsl.array(x) makes one; the stdlib functions "
@@ -147,6 +147,8 @@ def wrap_node(builder: Builder, node):
     """Python value of a node: an Array, or a tuple (of GTEs) for tuple-shaped nodes."""
     if isinstance(node.type, ArrayType):
         return Array._from_node(node)
+    if isinstance(node.type, TokenType):
+        return Token(node)
     from .structural import GetTupleElement
 
     return tuple(
@@ -176,6 +178,9 @@ def _eager(op: HloOp, args):
 
 def _compile_eager(op: HloOp, types):
     """Eager semantics are staged semantics of a one-op function."""
+    if any(isinstance(t, TokenType) for t in types):
+        raise staging_error(f"{op!r} takes a token: tokens exist only inside staged "
+                            "programs (call it inside a function given to hlodsl.compile)")
     from .compiler import Entry
     from .staging import stage_types
     from .tree import flat_treedef

@@ -17,7 +17,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .array import Array
+from .array import Array, Token
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF"]
 
@@ -59,7 +59,7 @@ def flatten(x, leaves: list | None = None):
 
 
 def _flatten(x, leaves: list):
-    if isinstance(x, Array):
+    if isinstance(x, (Array, Token)):
         leaves.append(x)
         return LEAF
     if isinstance(x, np.ndarray):

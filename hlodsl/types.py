@@ -17,7 +17,7 @@ import attrs
 
 from .dtypes import ElementType, element_type
 
-__all__ = ["ArrayType", "TupleType", "AbstractType"]
+__all__ = ["ArrayType", "TupleType", "TokenType", "AbstractType"]
 
 
 def _shape(shape) -> tuple[int, ...]:
@@ -78,4 +78,19 @@ class TupleType:
         return f"TupleType({list(self.elements)!r})"
 
 
-AbstractType = ArrayType | TupleType
+@attrs.frozen(repr=False)
+class TokenType:
+    """The type of an HLO token, which orders side effects (after-all, custom calls)."""
+
+    @property
+    def hlo(self) -> str:
+        return "token[]"
+
+    def __str__(self) -> str:
+        return self.hlo
+
+    def __repr__(self) -> str:
+        return "TokenType()"
+
+
+AbstractType = ArrayType | TupleType | TokenType

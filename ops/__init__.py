@@ -1,20 +1,26 @@
 """HLO operations as callable objects whose fields are their static operands.
 
-``hlodsl.ops.registry()`` maps each opcode to its class. Every op follows the
-HLO spec exactly: no implicit broadcasting or type promotion (that is the
-stdlib's job).
+Every module of this package is imported here, so defining an op class in a
+new module is all it takes to add an op: subclassing ``HloOp`` with
+``opcode=...`` registers it in ``hlodsl.ops.registry()``, and the names in a
+module's ``__all__`` become ``hlodsl.ops.<Name>``. Every op follows the HLO spec
+exactly: no implicit broadcasting or type promotion (that is the stdlib's job).
 """
 
-from hlodsl.op import HloOp, registry  # noqa: F401
+import importlib
+import pkgutil
+
+from hlodsl.op import HloOp, frozen, registry  # noqa: F401
 from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple  # noqa: F401
 
-from .binary import *  # noqa: F401,F403
-from .broadcast import Broadcast  # noqa: F401
-from .compare import Compare, Select  # noqa: F401
-from .convert import Convert  # noqa: F401
-from .dot import Dot  # noqa: F401
-from .iota import Iota  # noqa: F401
-from .map import Map  # noqa: F401
-from .reduce import Reduce  # noqa: F401
-from .reshape import Reshape, Transpose  # noqa: F401
-from .unary import *  # noqa: F401,F403
+
+def _import_all() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for name in getattr(module, "__all__", ()):
+            globals()[name] = getattr(module, name)
+
+
+_import_all()
