@@ -1,0 +1,107 @@
+"""Batch normalisation: training (normalise and report statistics), inference, gradient.
+
+``feature_index`` is the operand dimension holding the features; statistics
+are taken over every other dimension.
+
+>>> import numpy as np, hlodsl as hd
+>>> x = hd.array(np.float32([[1, 2], [3, 6]]))
+>>> one, zero = hd.array(np.float32([1, 1])), hd.array(np.float32([0, 0]))
+>>> y, mean, var = BatchNormTraining(1e-5, 1)(x, one, zero)
+>>> mean, var
+(hlodsl.Array[float32, (2,)]([2., 4.]), hlodsl.Array[float32, (2,)]([1., 4.]))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hlodsl.dtypes import Floating
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType, TupleType
+
+__all__ = ["BatchNormTraining", "BatchNormInference", "BatchNormGrad"]
+
+
+class _BatchNorm(HloOp):
+    """Shared checks: a float operand and per-feature vectors of its element type."""
+
+    def _check(self, x: ArrayType, vectors, types) -> ArrayType:
+        require(issubclass(x.dtype, Floating), self, types, "the operand must be floating-point")
+        require(0 <= self.feature_index < x.rank, self, types,
+                f"feature_index {self.feature_index} out of range for rank {x.rank}")
+        feature = ArrayType(x.dtype, (x.shape[self.feature_index],))
+        for v in vectors:
+            require(v == feature, self, types,
+                    f"per-feature operands must be {feature} (the feature dimension's size)")
+        return feature
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"epsilon={self.epsilon!r}", f"feature_index={self.feature_index}"]
+
+    def _axes(self, x) -> tuple[int, ...]:
+        return tuple(d for d in range(np.ndim(x)) if d != self.feature_index)
+
+    def _shape(self, v, x):
+        shape = [1] * np.ndim(x)
+        shape[self.feature_index] = -1
+        return np.reshape(v, shape)
+
+
+@frozen
+class BatchNormTraining(_BatchNorm, opcode="batch-norm-training"):
+    """``(normalised, batch_mean, batch_var)`` from operand, scale and offset."""
+
+    epsilon: float
+    feature_index: int
+
+    def result_type(self, x, scale, offset):
+        feature = self._check(x, (scale, offset), (x, scale, offset))
+        return TupleType((x, feature, feature))
+
+    def reference(self, x, scale, offset):
+        axes = self._axes(x)
+        mean, var = np.mean(x, axis=axes), np.var(x, axis=axes)
+        y = (x - self._shape(mean, x)) / np.sqrt(self._shape(var, x) + self.epsilon)
+        return y * self._shape(scale, x) + self._shape(offset, x), mean, var
+
+
+@frozen
+class BatchNormInference(_BatchNorm, opcode="batch-norm-inference"):
+    """Normalise with given statistics: operand, scale, offset, mean, variance."""
+
+    epsilon: float
+    feature_index: int
+
+    def result_type(self, x, scale, offset, mean, variance):
+        self._check(x, (scale, offset, mean, variance), (x, scale, offset, mean, variance))
+        return x
+
+    def reference(self, x, scale, offset, mean, variance):
+        s = self._shape
+        return (x - s(mean, x)) / np.sqrt(s(variance, x) + self.epsilon) * s(scale, x) + \
+            s(offset, x)
+
+
+@frozen
+class BatchNormGrad(_BatchNorm, opcode="batch-norm-grad"):
+    """``(grad_operand, grad_scale, grad_offset)`` from operand, scale, mean, variance, grad."""
+
+    epsilon: float
+    feature_index: int
+
+    def result_type(self, x, scale, mean, variance, grad):
+        types = (x, scale, mean, variance, grad)
+        feature = self._check(x, (scale, mean, variance), types)
+        require(grad == x, self, types, "the output gradient must have the operand's type")
+        return TupleType((x, feature, feature))
+
+    def reference(self, x, scale, mean, variance, grad):
+        s, axes = self._shape, self._axes(x)
+        n = np.size(x) / np.shape(x)[self.feature_index]
+        inv = 1 / np.sqrt(s(variance, x) + self.epsilon)
+        xhat = (x - s(mean, x)) * inv
+        grad_offset = np.sum(grad, axis=axes)
+        grad_scale = np.sum(grad * xhat, axis=axes)
+        grad_x = s(scale, x) * inv / n * (n * grad - s(grad_offset, x) - xhat * s(grad_scale, x))
+        return grad_x, grad_scale, grad_offset

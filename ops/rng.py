@@ -1,0 +1,87 @@
+"""Random numbers: Rng (uniform, normal) and RngBitGenerator (counter-based bits).
+
+``RngBitGenerator`` is the reproducible one: the same state gives the same bits
+and a new state to thread through a program.
+
+>>> import numpy as np, hlodsl as hd
+>>> state, bits = RngBitGenerator("three_fry", (2,), hd.uint32)(hd.array(np.uint64([0, 1])))
+>>> state.shape, bits.dtype
+((2,), uint32)
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from hlodsl.dtypes import ElementType, Floating, UnsignedInteger, element_type, uint64
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType, TupleType
+
+from ._checks import dims
+
+__all__ = ["Rng", "RngBitGenerator"]
+
+_DISTRIBUTIONS = ("uniform", "normal")
+_ALGORITHMS = ("default", "three_fry", "philox")
+
+
+@frozen
+class Rng(HloOp, opcode="rng"):
+    """An array of ``shape`` drawn from XLA's generator: uniform in [a, b), or normal(a, b).
+
+    Operands are the scalar parameters ``a`` and ``b`` (for normal: mean and
+    standard deviation). Not reproducible across compilations; use
+    ``RngBitGenerator`` for explicit keys.
+    """
+
+    interned = False  # two draws are two draws, even with equal operands
+
+    distribution: str
+    shape: tuple[int, ...] = attrs.field(converter=dims)
+
+    def __attrs_post_init__(self):
+        if self.distribution not in _DISTRIBUTIONS:
+            raise ValueError(f"{self!r}: distribution must be one of {_DISTRIBUTIONS}")
+
+    def result_type(self, a, b):
+        require(a.shape == () and b.shape == (), self, (a, b), "a and b must be scalars")
+        require(a.dtype is b.dtype, self, (a, b), "a and b must have the same element type")
+        require(issubclass(a.dtype, Floating) or self.distribution == "uniform", self, (a, b),
+                "the normal distribution needs a floating-point element type")
+        return ArrayType(a.dtype, self.shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"distribution=rng_{self.distribution}"]
+
+
+@frozen
+class RngBitGenerator(HloOp, opcode="rng-bit-generator"):
+    """``(new_state, bits)``: random bits of ``shape`` and unsigned ``dtype`` from ``state``.
+
+    ``state`` is a u64 vector: 2 words for three_fry, 2 or 3 for philox (XLA's
+    backend decides what ``default`` means).
+    """
+
+    interned = False
+
+    algorithm: str
+    shape: tuple[int, ...] = attrs.field(converter=dims)
+    dtype: type[ElementType] = attrs.field(converter=element_type, default=uint64)
+
+    def __attrs_post_init__(self):
+        if self.algorithm not in _ALGORITHMS:
+            raise ValueError(f"{self!r}: algorithm must be one of {_ALGORITHMS}")
+        if not issubclass(self.dtype, UnsignedInteger):
+            raise ValueError(f"{self!r}: bits must have an unsigned integer element type")
+
+    def result_type(self, state):
+        require(state.dtype is uint64 and state.rank == 1, self, (state,),
+                "the state must be a u64 vector")
+        sizes = {"three_fry": (2,), "philox": (2, 3), "default": (2, 3)}[self.algorithm]
+        require(state.shape[0] in sizes, self, (state,),
+                f"the {self.algorithm} state has {' or '.join(map(str, sizes))} words")
+        return TupleType((state, ArrayType(self.dtype, self.shape)))
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"algorithm=rng_{self.algorithm}"]
