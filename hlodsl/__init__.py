@@ -19,6 +19,7 @@ from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
+from .replicated import replicated  # noqa: F401
 
 from . import ops, stdlib  # noqa: E402,F401  (the layers above the core)
 

@@ -16,16 +16,25 @@ from .graph import Computation
 __all__ = ["module_text", "PrintContext"]
 
 
+# Words XLA's HLO lexer reads as keywords: a computation or parameter with
+# one of these names would not parse.
+_KEYWORDS = {"true", "false", "inf", "nan", "maximal", "replicated", "manual", "unknown",
+             "last_tile_dim_replicate", "last_tile_dims", "HloModule", "ENTRY", "ROOT"}
+
+
 def _ident(name: str) -> str:
     name = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
+    if name in _KEYWORDS:
+        return f"{name}_"
     return name if name and (name[0].isalpha() or name[0] == "_") else f"_{name}"
 
 
 class PrintContext:
     """Collects sub-computations while an op prints its attributes."""
 
-    def __init__(self, metadata: bool = True):
+    def __init__(self, metadata: bool = True, manual_sharding: bool = False):
         self.metadata = metadata
+        self.manual_sharding = manual_sharding
         self.blocks: list[str] = []  # printed sub-computations, dependencies first
         self._by_body: dict[str, str] = {}  # body text -> computation name
         self._by_comp: dict[int, str] = {}
@@ -69,7 +78,8 @@ class PrintContext:
             text = node.op.emit(operands, tuple(o.type for o in node.operands), node.type, self)
             root = "ROOT " if node is comp.root else ""
             meta = _metadata(node, f"{_ident(comp.name)}/{name}") if self.metadata else ""
-            lines.append(f"  {root}{name} = {node.type.hlo} {text}{meta}\n")
+            shard = _manual_sharding(node.type) if self.manual_sharding else ""
+            lines.append(f"  {root}{name} = {node.type.hlo} {text}{shard}{meta}\n")
         return "".join(lines)
 
     def entry(self, comp: Computation, name: str) -> str:
@@ -90,6 +100,19 @@ def _metadata(node, op_name: str) -> str:
             f'source_file="{file}" source_line={loc.line}}}')
 
 
-def module_text(entry: Computation, name: str | None = None, metadata: bool = True) -> str:
-    """The whole HLO module for ``entry`` as XLA's text format."""
-    return PrintContext(metadata).entry(entry, name or entry.name)
+def _manual_sharding(t) -> str:
+    elements = getattr(t, "elements", None)
+    if elements is None:
+        return ", sharding={manual}"
+    return ", sharding={" + ", ".join("{manual}" for _ in elements) + "}"
+
+
+def module_text(entry: Computation, name: str | None = None, metadata: bool = True,
+                manual_sharding: bool = False) -> str:
+    """The whole HLO module for ``entry`` as XLA's text format.
+
+    ``manual_sharding`` marks every instruction ``sharding={manual}``: each SPMD
+    partition runs the program on its own data, as code with explicit
+    collectives across partitions expects.
+    """
+    return PrintContext(metadata, manual_sharding).entry(entry, name or entry.name)

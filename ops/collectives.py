@@ -1,0 +1,211 @@
+"""Collectives across replicas or partitions: all-reduce, all-gather, reduce-scatter,
+all-to-all, collective-permute, collective-broadcast.
+
+They run in programs executed on several devices (``hlodsl.replicated``).
+``replica_groups`` lists the groups of device ids that communicate (empty for
+all-reduce means every device). Across SPMD partitions a collective needs a
+``channel_id`` and, for groups of global device ids, ``use_global_device_ids``.
+
+>>> import numpy as np, hlodsl as hd
+>>> from hlodsl.stdlib import add
+>>> hd.replicated(lambda x: AllReduce(add)(x), 1)([np.float32([1, 2])])
+[hlodsl.Array[float32, (2,)]([1., 2.])]
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.staging import stage_computation
+from hlodsl.types import ArrayType
+
+__all__ = ["AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute",
+           "CollectiveBroadcast"]
+
+
+def _groups(value) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(d) for d in g) for g in value)
+
+
+def _pairs(value) -> tuple[tuple[int, int], ...]:
+    return tuple((int(s), int(t)) for s, t in value)
+
+
+def _groups_text(groups) -> str:
+    return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
+
+
+class _Collective(HloOp):
+    """Shared fields' checks and attributes (channel, groups, global ids)."""
+
+    def _check_groups(self, need: bool) -> None:
+        groups = self.replica_groups
+        if need and not groups:
+            raise ValueError(f"{self!r}: replica_groups must be given (the result shape "
+                             "depends on the group size)")
+        ids = [d for g in groups for d in g]
+        if len(set(ids)) != len(ids) or any(d < 0 for d in ids):
+            raise ValueError(f"{self!r}: replica_groups must list distinct device ids")
+        if groups and len({len(g) for g in groups}) != 1:
+            raise ValueError(f"{self!r}: all replica groups must have the same size")
+
+    @property
+    def group_size(self) -> int:
+        return len(self.replica_groups[0])
+
+    def _common(self) -> list[str]:
+        out = [] if self.channel_id is None else [f"channel_id={self.channel_id}"]
+        out.append(f"replica_groups={_groups_text(self.replica_groups)}")
+        if self.use_global_device_ids:
+            out.append("use_global_device_ids=true")
+        return out
+
+    def _scalar_computation(self, t: ArrayType):
+        scalar = ArrayType(t.dtype, ())
+        comp = stage_computation(self.computation, (scalar, scalar))
+        require(comp.result_type == scalar, self, (t,),
+                f"the reduction must return {scalar}, it returns {comp.result_type}")
+        return comp
+
+
+@frozen
+class AllReduce(_Collective, opcode="all-reduce"):
+    """Every device gets the reduction (by ``computation``) of all group members' operands."""
+
+    computation: Callable
+    replica_groups: tuple = attrs.field(converter=_groups, default=())
+    channel_id: int | None = None
+    use_global_device_ids: bool = False
+
+    def __attrs_post_init__(self):
+        self._check_groups(need=False)
+
+    def result_type(self, x):
+        self._scalar_computation(x)
+        return x
+
+    def attributes(self, operand_types, result_type, ctx):
+        comp = self._scalar_computation(operand_types[0])
+        return self._common() + [f"to_apply={ctx.computation(comp)}"]
+
+
+@frozen
+class AllGather(_Collective, opcode="all-gather"):
+    """Concatenate the group members' operands along ``dimension``, in group order."""
+
+    dimension: int
+    replica_groups: tuple = attrs.field(converter=_groups)
+    channel_id: int | None = None
+    use_global_device_ids: bool = False
+
+    def __attrs_post_init__(self):
+        self._check_groups(need=True)
+
+    def result_type(self, x):
+        require(0 <= self.dimension < x.rank, self, (x,), "dimension out of range")
+        shape = list(x.shape)
+        shape[self.dimension] *= self.group_size
+        return ArrayType(x.dtype, shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        return self._common() + [f"dimensions={{{self.dimension}}}"]
+
+
+@frozen
+class ReduceScatter(_Collective, opcode="reduce-scatter"):
+    """All-reduce, then device i of a group keeps the i-th block along ``dimension``."""
+
+    computation: Callable
+    dimension: int
+    replica_groups: tuple = attrs.field(converter=_groups)
+    channel_id: int | None = None
+    use_global_device_ids: bool = False
+
+    def __attrs_post_init__(self):
+        self._check_groups(need=True)
+
+    def result_type(self, x):
+        require(0 <= self.dimension < x.rank, self, (x,), "dimension out of range")
+        require(x.shape[self.dimension] % self.group_size == 0, self, (x,),
+                f"dimension {self.dimension} must divide by the group size {self.group_size}")
+        self._scalar_computation(x)
+        shape = list(x.shape)
+        shape[self.dimension] //= self.group_size
+        return ArrayType(x.dtype, shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        comp = self._scalar_computation(operand_types[0])
+        return self._common() + [f"dimensions={{{self.dimension}}}",
+                                 f"to_apply={ctx.computation(comp)}"]
+
+
+@frozen
+class AllToAll(_Collective, opcode="all-to-all"):
+    """Split along ``dimension`` into group-size blocks, send block j to member j, concatenate."""
+
+    dimension: int
+    replica_groups: tuple = attrs.field(converter=_groups)
+    channel_id: int | None = None
+
+    use_global_device_ids = False  # not an attribute of all-to-all
+
+    def __attrs_post_init__(self):
+        self._check_groups(need=True)
+
+    def result_type(self, x):
+        require(0 <= self.dimension < x.rank, self, (x,), "dimension out of range")
+        require(x.shape[self.dimension] % self.group_size == 0, self, (x,),
+                f"dimension {self.dimension} must divide by the group size {self.group_size}")
+        return x
+
+    def attributes(self, operand_types, result_type, ctx):
+        return self._common() + [f"dimensions={{{self.dimension}}}"]
+
+
+@frozen
+class CollectivePermute(HloOp, opcode="collective-permute"):
+    """Device ``t`` receives the operand of device ``s`` for each pair; others get zeros."""
+
+    source_target_pairs: tuple = attrs.field(converter=_pairs)
+    channel_id: int | None = None
+
+    def __attrs_post_init__(self):
+        sources = [s for s, _ in self.source_target_pairs]
+        targets = [t for _, t in self.source_target_pairs]
+        if len(set(sources)) != len(sources) or len(set(targets)) != len(targets):
+            raise ValueError(f"{self!r}: each device may send once and receive once")
+
+    def result_type(self, x):
+        return x
+
+    def attributes(self, operand_types, result_type, ctx):
+        pairs = "{" + ",".join(f"{{{s},{t}}}" for s, t in self.source_target_pairs) + "}"
+        channel = [] if self.channel_id is None else [f"channel_id={self.channel_id}"]
+        return channel + [f"source_target_pairs={pairs}"]
+
+
+@frozen
+class CollectiveBroadcast(_Collective, opcode="collective-broadcast"):
+    """Every member of a group gets the operand of the group's first member.
+
+    XLA's CPU backend does not implement it (``UNIMPLEMENTED ... ThunkEmitter``);
+    it compiles for GPU.
+    """
+
+    replica_groups: tuple = attrs.field(converter=_groups)
+    channel_id: int | None = None
+
+    use_global_device_ids = False
+
+    def __attrs_post_init__(self):
+        self._check_groups(need=True)
+
+    def result_type(self, x):
+        return x
+
+    def attributes(self, operand_types, result_type, ctx):
+        return self._common()

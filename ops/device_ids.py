@@ -1,0 +1,30 @@
+"""ReplicaId and PartitionId: which device of a multi-device program is running.
+
+>>> import hlodsl as hd
+>>> hd.replicated(lambda: ReplicaId()(), 1)()
+[hlodsl.Array[uint32, ()](0)]
+"""
+
+from __future__ import annotations
+
+from hlodsl.dtypes import uint32
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+__all__ = ["ReplicaId", "PartitionId"]
+
+
+@frozen
+class ReplicaId(HloOp, opcode="replica-id"):
+    """The u32 id of the replica running the program."""
+
+    def result_type(self):
+        return ArrayType(uint32, ())
+
+
+@frozen
+class PartitionId(HloOp, opcode="partition-id"):
+    """The u32 id of the SPMD partition running the program."""
+
+    def result_type(self):
+        return ArrayType(uint32, ())
