@@ -1,0 +1,47 @@
+"""BitcastConvert: reinterpret the bits of each element as another element type.
+
+Equal widths keep the shape. A narrower target adds a trailing dimension
+(f32 -> 4 x u8); a wider one consumes the trailing dimension, which must hold
+exactly the ratio (4 x u8 -> f32).
+
+>>> import numpy as np, hlodsl as hd
+>>> BitcastConvert(hd.uint32)(hd.array(np.float32([1.0])))
+hlodsl.Array[uint32, (1,)]([1065353216])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import Bool, ElementType, element_type
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+__all__ = ["BitcastConvert"]
+
+
+@frozen
+class BitcastConvert(HloOp, opcode="bitcast-convert"):
+    new_dtype: type[ElementType] = attrs.field(converter=element_type)
+
+    def result_type(self, x):
+        require(not issubclass(x.dtype, Bool) and not issubclass(self.new_dtype, Bool), self,
+                (x,), "pred has no bit layout to reinterpret")
+        src, dst = x.dtype.np_dtype.itemsize, self.new_dtype.np_dtype.itemsize
+        if src == dst:
+            return ArrayType(self.new_dtype, x.shape)
+        if src > dst:
+            return ArrayType(self.new_dtype, x.shape + (src // dst,))
+        require(x.rank >= 1 and x.shape[-1] == dst // src, self, (x,),
+                f"widening to {self.new_dtype.__name__} needs a trailing dimension of {dst // src}")
+        return ArrayType(self.new_dtype, x.shape[:-1])
+
+    def reference(self, x):
+        x = np.asarray(x)
+        src, dst = x.dtype.itemsize, self.new_dtype.np_dtype.itemsize
+        flat = x.reshape(-1).view(self.new_dtype.np_dtype)
+        if src == dst:
+            return flat.reshape(x.shape)
+        return flat.reshape(x.shape + (src // dst,) if src > dst else x.shape[:-1])
