@@ -109,6 +109,15 @@ class Executable:
         return {k: getattr(s, k) for k in keys}
 
 
+def _initialize_lapack() -> None:
+    """jaxlib registers its LAPACK custom-call targets at import but binds their
+    LAPACK routines lazily; a module calling one before that would crash the
+    process, so custom calls of ``lapack_*`` targets bind them first."""
+    from jaxlib import lapack
+
+    lapack._lapack.initialize()
+
+
 def _hlo_to_mlir(text: str) -> bytes:
     module = xc.hlo.hlo_module_from_text(text)
     return xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
@@ -148,6 +157,8 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     be = backend()
     n = num_replicas * num_partitions
     opts = _options(num_replicas, num_partitions)
+    if "lapack_" in text:
+        _initialize_lapack()
     try:
         mlir = _hlo_to_mlir(text)
         exe = be.compile_and_load(mlir, xc.DeviceList(tuple(be.devices()[:n])), opts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 
-from .array import Array
+from .array import Array, Token
 from .errors import staging_error
 from .graph import Builder, Computation
 from .tree import LEAF, flatten, unflatten
@@ -126,10 +126,10 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
         out = fn(*params)
         leaves = list(out) if isinstance(out, (tuple, list)) else [out]
         for x in leaves:
-            if not isinstance(x, Array):
+            if not isinstance(x, (Array, Token)):
                 raise staging_error(
                     f"the computation {name} given to an op returned a "
-                    f"{type(x).__name__}; it must return hlodsl arrays"
+                    f"{type(x).__name__}; it must return hlodsl arrays (or tokens)"
                 )
         root = _root(b, tuple(b.node_of(x) for x in leaves), name,
                      force_tuple=tuple_result or isinstance(out, (tuple, list)) and len(leaves) != 1)

@@ -1,0 +1,148 @@
+"""Conditional: run one of several staged branches, chosen at run time.
+
+Two HLO forms, one op. With ``true_computation``/``false_computation`` the
+selector is a ``pred[]`` scalar; with ``branch_computations`` it is an
+``s32[]`` index, and an index out of ``[0, N)`` runs the last branch (as XLA
+specifies). Each branch gets its own operand: an array, or a Python tuple of
+arrays that becomes one HLO tuple operand (the branch then gets a tuple).
+
+>>> import numpy as np, hlodsl as hd
+>>> def double(x): return x * 2
+>>> def add(xy): return xy[0] + xy[1]
+>>> x, y = hd.array(np.float32([1, 2])), hd.array(np.float32([10, 20]))
+>>> Conditional(double, add)(hd.array(np.bool_(False)), x, (x, y))
+hlodsl.Array[float32, (2,)]([11., 22.])
+>>> Conditional(branch_computations=(double, add))(hd.array(np.int32(7)), x, (x, y))
+hlodsl.Array[float32, (2,)]([11., 22.])
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from hlodsl.dtypes import int32, pred
+from hlodsl.errors import require, user_location
+from hlodsl.op import HloOp, frozen, wrap_node
+from hlodsl.staging import stage_computation
+from hlodsl.structural import Tuple
+from hlodsl.types import ArrayType, TupleType
+
+__all__ = ["Conditional"]
+
+
+def _describe(x) -> str:
+    if isinstance(x, (tuple, list)):
+        return "(" + ", ".join(_describe(y) for y in x) + ")"
+    return str(getattr(x, "type", type(x).__name__))
+
+
+def _sizes(value):
+    return None if value is None else tuple(None if s is None else int(s) for s in value)
+
+
+@frozen
+class Conditional(HloOp, opcode="conditional"):
+    """``branches[selector](operands[selector])``; every branch returns the same type.
+
+    Called as ``Conditional(t, f)(pred, true_operand, false_operand)`` or
+    ``Conditional(branch_computations=(b0, ..., bN))(index, operand0, ..., operandN)``.
+    ``operand_sizes`` records, per branch operand, ``None`` for an array or
+    the length of a tuple of arrays; passing tuples at the call sets it.
+    """
+
+    true_computation: Callable | None = None
+    false_computation: Callable | None = None
+    branch_computations: tuple[Callable, ...] = attrs.field(converter=tuple, default=())
+    operand_sizes: tuple[int | None, ...] | None = attrs.field(converter=_sizes, default=None)
+
+    def __attrs_post_init__(self):
+        pair = (self.true_computation, self.false_computation)
+        if self.branch_computations and any(f is not None for f in pair):
+            raise ValueError(f"{self!r}: give true/false computations or "
+                             "branch_computations, not both")
+        if not self.branch_computations and any(f is None for f in pair):
+            raise ValueError(f"{self!r}: needs both true_computation and false_computation, "
+                             "or a non-empty branch_computations")
+        for fn in self.branches:
+            if not callable(fn):
+                raise ValueError(f"{self!r}: branch computations must be Python callables, "
+                                 f"got {type(fn).__name__}")
+        sizes = self.operand_sizes
+        if sizes is not None and (len(sizes) != len(self.branches)
+                                  or any(s is not None and s < 0 for s in sizes)):
+            raise ValueError(f"{self!r}: operand_sizes needs one entry (None or a tuple "
+                             f"length >= 0) per branch, {len(self.branches)} in all")
+
+    @property
+    def branches(self) -> tuple[Callable, ...]:
+        if self.branch_computations:
+            return self.branch_computations
+        return (self.true_computation, self.false_computation)
+
+    def __call__(self, selector, *operands):
+        if not any(isinstance(x, (tuple, list)) for x in operands):
+            return HloOp.__call__(self, selector, *operands)
+        require(len(operands) == len(self.branches), self,
+                [_describe(x) for x in (selector, *operands)],
+                f"{len(self.branches)} branches need one operand each")
+        sizes = tuple(len(x) if isinstance(x, (tuple, list)) else None for x in operands)
+        flat = [y for x in operands for y in (x if isinstance(x, (tuple, list)) else (x,))]
+        return HloOp.__call__(attrs.evolve(self, operand_sizes=sizes), selector, *flat)
+
+    def _group(self, flat: tuple) -> list:
+        """Flat operands (types or nodes) grouped per branch: one, or a list for a tuple."""
+        sizes = self.operand_sizes or (None,) * len(flat)
+        groups, k = [], 0
+        for s in sizes:
+            groups.append(flat[k] if s is None else list(flat[k:k + s]))
+            k += 1 if s is None else s
+        return groups
+
+    def _expected_flat(self) -> int:
+        sizes = self.operand_sizes or (None,) * len(self.branches)
+        return sum(1 if s is None else s for s in sizes)
+
+    def result_type(self, *types):
+        require(len(types) >= 1, self, types, "needs a selector operand")
+        indexed = bool(self.branch_computations)
+        selector = ArrayType(int32 if indexed else pred, ())
+        require(types[0] == selector, self, types,
+                f"the {'branch index' if indexed else 'predicate'} must be a {selector} "
+                f"scalar, got {types[0]}")
+        require(len(types) - 1 == self._expected_flat(), self, types,
+                f"{len(self.branches)} branches need one operand each"
+                + (f" (operand_sizes={self.operand_sizes})" if self.operand_sizes else ""))
+        operand_types = [TupleType(g) if isinstance(g, list) else g
+                         for g in self._group(types[1:])]
+        types = (types[0], *operand_types)  # errors show tuple operands as tuples
+        names = ([f"branch {i}" for i in range(len(self.branches))]
+                 if self.branch_computations else ["true_computation", "false_computation"])
+        outs = [stage_computation(fn, (t,)).result_type
+                for fn, t in zip(self.branches, operand_types)]
+        for name, out in zip(names[1:], outs[1:]):
+            require(out == outs[0], self, types,
+                    f"all branches must return the same type: {names[0]} returns "
+                    f"{outs[0]}, {name} returns {out}")
+        return outs[0]
+
+    def stage(self, builder, args):
+        types = tuple(a.type for a in args)
+        rtype = self.result_type(*types)
+        loc = user_location()
+        nodes = tuple(builder.node_of(a) for a in args)
+        operands = [nodes[0]]
+        for group in self._group(nodes[1:]):
+            if isinstance(group, list):  # a tuple operand: one HLO tuple
+                group = builder.add(Tuple(), tuple(group),
+                                    TupleType(tuple(n.type for n in group)), loc)
+            operands.append(group)
+        return wrap_node(builder, builder.add(self, tuple(operands), rtype, loc))
+
+    def attributes(self, operand_types, result_type, ctx):
+        names = [ctx.computation(stage_computation(fn, (t,)))
+                 for fn, t in zip(self.branches, operand_types[1:])]
+        if self.branch_computations:
+            return ["branch_computations={" + ", ".join(names) + "}"]
+        return [f"true_computation={names[0]}", f"false_computation={names[1]}"]

@@ -1,0 +1,136 @@
+"""CustomCall: the escape hatch to a custom-call target registered with XLA.
+
+A target is native code XLA calls by name (jaxlib's CPU backend registers
+LAPACK targets such as ``lapack_spotrf_ffi``); its result type cannot be
+inferred, so the caller states it as ``out_type``. ``backend_config`` passes
+the target's attributes: for the typed FFI (the default ``api_version``, and
+the one every jaxlib CPU target uses) a dict of scalars, written as the MLIR
+dictionary XLA expects (``{"uplo": np.uint8(76)}`` -> ``{uplo = 76 : ui8}``);
+for the legacy API versions an opaque string.
+
+>>> import numpy as np
+>>> from hlodsl.types import ArrayType, TupleType
+>>> CustomCall("lapack_spotrf_ffi", (ArrayType(np.float32, (3, 3)), ArrayType(np.int32, ())),
+...            {"uplo": np.uint8(ord("L"))}).backend_config
+'{uplo = 76 : ui8}'
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType, TokenType, TupleType
+
+from ._checks import check_permutation, dims_text
+
+__all__ = ["CustomCall"]
+
+_API_VERSIONS = ("API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+                 "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI")
+_TYPES = (ArrayType, TupleType, TokenType)
+
+
+def _out_type(value):
+    return TupleType(tuple(value)) if isinstance(value, (tuple, list)) else value
+
+
+def _api_version(value) -> str:
+    value = str(value).upper()
+    return value if value.startswith("API_VERSION_") else f"API_VERSION_{value}"
+
+
+def _attribute(value) -> str:
+    """One typed-FFI attribute as MLIR text: ``76 : ui8``, ``true``, ``"text"``."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (int, np.integer)):
+        dt = np.asarray(value).dtype if isinstance(value, np.integer) else np.dtype(np.int64)
+        return f"{int(value)} : {'ui' if dt.kind == 'u' else 'i'}{dt.itemsize * 8}"
+    if isinstance(value, (float, np.floating)) and np.isfinite(value):
+        dt = np.asarray(value).dtype if isinstance(value, np.floating) else np.dtype(np.float64)
+        return f"{float(value):.17e} : f{dt.itemsize * 8}"
+    raise ValueError(f"CustomCall: a backend_config value must be a bool, int, finite "
+                     f"float or str (numpy scalars fix the width), got {value!r}")
+
+
+def _config(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_attribute(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _layouts(value):
+    return None if value is None else tuple(tuple(int(d) for d in lay) for lay in value)
+
+
+@frozen
+class CustomCall(HloOp, opcode="custom-call"):
+    """Call the custom-call ``target`` on the operands; the result is ``out_type``.
+
+    ``out_type`` is an ``ArrayType``, a ``TokenType``, or a tuple of them (a
+    tuple result comes back as a tuple of arrays). ``operand_layouts`` gives
+    each operand's minor-to-major layout when the target needs one (e.g.
+    ``(0, 1)``: column-major); results keep the default row-major layout.
+    A call with ``has_side_effect`` is never merged with an identical one.
+    """
+
+    target: str
+    out_type: ArrayType | TupleType | TokenType = attrs.field(converter=_out_type)
+    backend_config: str = attrs.field(converter=_config, default="")
+    has_side_effect: bool = False
+    api_version: str = attrs.field(converter=_api_version, default="API_VERSION_TYPED_FFI")
+    operand_layouts: tuple[tuple[int, ...], ...] | None = attrs.field(
+        converter=_layouts, default=None)
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.target, str) or not self.target:
+            raise ValueError(f"{self!r}: target must be the name of a custom-call target")
+        types = self.out_type.elements if isinstance(self.out_type, TupleType) else (self.out_type,)
+        if not isinstance(self.out_type, _TYPES) or not all(isinstance(t, _TYPES) for t in types):
+            raise ValueError(f"{self!r}: out_type must be an ArrayType, TokenType or a tuple "
+                             "of them (a custom call's result type cannot be inferred)")
+        if self.api_version not in _API_VERSIONS:
+            raise ValueError(f"{self!r}: api_version must be one of {_API_VERSIONS}")
+        typed = self.api_version == "API_VERSION_TYPED_FFI"
+        if typed and self.backend_config and not (self.backend_config.startswith("{")
+                                                  and self.backend_config.endswith("}")):
+            raise ValueError(f"{self!r}: a typed-FFI backend_config is a dict of attributes "
+                             "(or its MLIR text '{name = value : type, ...}')")
+        for layout in self.operand_layouts or ():
+            check_permutation(self, layout)
+
+    @property
+    def interned(self) -> bool:
+        return not self.has_side_effect
+
+    def result_type(self, *types):
+        if self.operand_layouts is not None:
+            require(len(self.operand_layouts) == len(types), self, types,
+                    f"operand_layouts has {len(self.operand_layouts)} layouts for "
+                    f"{len(types)} operands")
+            for i, (t, layout) in enumerate(zip(types, self.operand_layouts)):
+                require(isinstance(t, ArrayType) and t.rank == len(layout), self, types,
+                        f"operand {i} ({t}) does not fit the rank-{len(layout)} layout {layout}")
+        return self.out_type
+
+    def attributes(self, operand_types, result_type, ctx):
+        target = self.target.replace("\\", "\\\\").replace('"', '\\"')
+        out = [f'custom_call_target="{target}"']
+        if self.operand_layouts is not None:
+            shapes = [t.hlo + dims_text(lay) for t, lay in zip(operand_types, self.operand_layouts)]
+            out.append("operand_layout_constraints={" + ", ".join(shapes) + "}")
+        if self.has_side_effect:
+            out.append("custom_call_has_side_effect=true")
+        out.append(f"api_version={self.api_version}")
+        if self.api_version == "API_VERSION_TYPED_FFI":
+            if self.backend_config:
+                out.append(f"backend_config={self.backend_config}")
+        elif self.backend_config:
+            text = self.backend_config.replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f'backend_config="{text}"')
+        return out

@@ -1,0 +1,87 @@
+"""While: repeat a staged body on a loop state while a staged condition holds.
+
+The state is a tuple of arrays, packed into the one HLO tuple
+operand that ``while`` takes. ``condition(state)`` returns a ``pred[]``
+scalar; ``body(state)`` returns the next state, of the same types. Both get
+the state as one Python tuple, as ``jax.lax.while_loop`` passes its carry.
+The loop is one instruction whatever its trip count.
+
+>>> import numpy as np, hlodsl as hd
+>>> def cond(s): return s[0] < 5
+>>> def body(s): return s[0] + 1, s[1] * 2
+>>> While(cond, body)(hd.array(np.int32(0)), hd.array(np.float32([1, 3])))
+(hlodsl.Array[int32, ()](5), hlodsl.Array[float32, (2,)]([32., 96.]))
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hlodsl.dtypes import pred
+from hlodsl.errors import require, user_location
+from hlodsl.op import HloOp, frozen, wrap_node
+from hlodsl.staging import stage_computation
+from hlodsl.structural import Tuple
+from hlodsl.types import ArrayType, TupleType
+
+__all__ = ["While"]
+
+
+def _check_callable(op, name: str, fn) -> None:
+    if not callable(fn):
+        raise ValueError(f"{op!r}: {name} must be a Python callable, "
+                         f"got {type(fn).__name__}")
+
+
+@frozen
+class While(HloOp, opcode="while"):
+    """``while condition(state): state = body(state)``; returns the final state.
+
+    Called as ``While(condition, body)(*state)`` (or with one tuple of
+    arrays); returns the final state as a tuple of arrays.
+    """
+
+    condition: Callable
+    body: Callable
+
+    def __attrs_post_init__(self):
+        _check_callable(self, "condition", self.condition)
+        _check_callable(self, "body", self.body)
+
+    def __call__(self, *state):
+        if len(state) == 1 and isinstance(state[0], (tuple, list)):
+            state = tuple(state[0])
+        return HloOp.__call__(self, *state)
+
+    def _computations(self, state: TupleType):
+        return (stage_computation(self.condition, (state,)),
+                stage_computation(self.body, (state,), tuple_result=True))
+
+    def result_type(self, *types):
+        require(len(types) >= 1, self, types, "the loop state needs at least one element")
+        state = TupleType(types)
+        cond, body = self._computations(state)
+        scalar_pred = ArrayType(pred, ())
+        require(cond.result_type == scalar_pred, self, types,
+                f"the condition must return {scalar_pred}, it returns {cond.result_type}")
+        out = body.result_type.elements
+        require(len(out) == len(types), self, types,
+                f"the body must return the {len(types)} elements of the state, "
+                f"it returns {len(out)}: {body.result_type}")
+        for i, (old, new) in enumerate(zip(types, out)):
+            require(old == new, self, types,
+                    f"the body must keep the state's types: element {i} is {old} in the "
+                    f"state but {new} in the body's result")
+        return state
+
+    def stage(self, builder, args):
+        # HLO's while takes the whole state as one tuple operand.
+        types = tuple(a.type for a in args)
+        rtype = self.result_type(*types)
+        loc = user_location()
+        state = builder.add(Tuple(), tuple(builder.node_of(a) for a in args), rtype, loc)
+        return wrap_node(builder, builder.add(self, (state,), rtype, loc))
+
+    def attributes(self, operand_types, result_type, ctx):
+        cond, body = self._computations(operand_types[0])
+        return [f"condition={ctx.computation(cond)}", f"body={ctx.computation(body)}"]
