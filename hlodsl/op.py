@@ -28,7 +28,7 @@ from .errors import internal_classes, staging_error, user_location
 from .graph import Builder, current_builder
 from .types import ArrayType, TokenType
 
-__all__ = ["HloOp", "frozen", "registry", "op_fields"]
+__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields"]
 
 _REGISTRY: dict[str, type] = {}
 
@@ -125,6 +125,36 @@ class HloOp:
                  if f.default is attrs.NOTHING or getattr(self, f.name) != f.default]
         fields = ", ".join(f"{f.name}={_short(getattr(self, f.name))}" for f in shown)
         return f"{type(self).__name__}({fields})"
+
+
+class Composite(HloOp):
+    """An op that stages as an expression of other ops instead of one instruction.
+
+    A subclass gives ``result_type`` (checked on every call) and
+    ``expand(*arrays)``, which calls other ops; that expression is what
+    staging records, eagerly and under ``compile``. It is how to add an op
+    that no single HLO instruction expresses, or that a backend lacks.
+
+    >>> from hlodsl import ops
+    >>> class Square(Composite, opcode="square-doc-example"):
+    ...     def result_type(self, x):
+    ...         return x
+    ...     def expand(self, x):
+    ...         return ops.Multiply()(x, x)
+    >>> import numpy as np, hlodsl as hd
+    >>> Square()(hd.array(np.float32([3])))
+    hlodsl.Array[float32, (1,)]([9.])
+    """
+
+    def expand(self, *args):
+        raise NotImplementedError(f"{type(self).__name__} has no expand()")
+
+    def stage(self, builder, args):
+        self.result_type(*(a.type for a in args))  # the shape rule still guards the call
+        return self.expand(*args)
+
+    def emit(self, operands, operand_types, result_type, ctx) -> str:
+        raise TypeError(f"{self!r} is a composite: it stages as other ops, never as itself")
 
 
 # A user op's shape rule runs in user code; its frames are not the call site.

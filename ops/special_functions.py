@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl.dtypes import Floating
+from hlodsl.op import Composite
 from hlodsl.structural import Constant
 
 from . import binary as b
@@ -45,14 +46,10 @@ def _c(value, like):
     return Broadcast(t.shape)(Constant(np.asarray(value, t.dtype.np_dtype))())
 
 
-class _Composite(Unary):
-    """An op staged as an expression of other ops (see the module docstring)."""
+class _Composite(Composite, Unary):
+    """A real elementwise function staged as an expression of other ops."""
 
     kinds = (Floating,)
-
-    def stage(self, builder, args):
-        self.result_type(*(a.type for a in args))  # the shape rule still guards the call
-        return self.expand(*args)
 
 
 def _log1p_sqrt(x, t):
