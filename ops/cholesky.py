@@ -1,0 +1,59 @@
+"""Cholesky: the Cholesky factor of Hermitian positive-definite matrices (HLO cholesky).
+
+>>> import numpy as np, hlodsl as hd
+>>> Cholesky()(hd.array(np.float32([[4, 2], [2, 5]])))
+hlodsl.Array[float32, (2, 2)](
+  [[2., 0.],
+   [1., 2.]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hlodsl.dtypes import ComplexFloating, Floating
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+
+__all__ = ["Cholesky"]
+
+
+@frozen
+class Cholesky(HloOp, opcode="cholesky"):
+    """Factor ``a = l @ l^H`` (``lower``) or ``a = u^H @ u``, batched over leading dims.
+
+    ``a``: ``[..., n, n]``, floating or complex; the result has ``a``'s type.
+    Only the ``lower`` (else upper) triangle of ``a`` is read, and the factor is
+    written to that triangle; XLA leaves the values of the other triangle
+    implementation-defined, so use only the factor's triangle.
+
+    A matrix that is not positive definite raises no error: XLA's result is
+    implementation-defined. On XLA CPU (as measured here), every element of
+    the factor of such a matrix is NaN, whichever pivot fails, while the other
+    matrices of a batch are factored normally; check ``isnan`` where the
+    input may be indefinite. (The unread triangle comes back zero on CPU.)
+    """
+
+    lower: bool = True
+
+    def __attrs_post_init__(self):
+        if not isinstance(self.lower, (bool, np.bool_)):
+            raise ValueError(f"{self!r}: lower must be a bool")
+
+    def result_type(self, a):
+        require(issubclass(a.dtype, (Floating, ComplexFloating)), self, (a,),
+                "the element type must be floating-point or complex")
+        require(a.rank >= 2, self, (a,), "a must have rank >= 2")
+        require(a.shape[-1] == a.shape[-2], self, (a,), "the two minor dimensions must be equal")
+        return a
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"lower={'true' if self.lower else 'false'}"]
+
+    def reference(self, a):
+        """The factor's triangle (the other triangle zero), from ``a``'s read triangle."""
+        t = np.tril(a) if self.lower else np.triu(a)
+        full = t + np.conj(np.swapaxes(t, -1, -2)) - \
+            np.eye(a.shape[-1]) * np.real(np.diagonal(a, axis1=-2, axis2=-1))[..., None, :]
+        low = np.linalg.cholesky(full)
+        return (low if self.lower else np.conj(np.swapaxes(low, -1, -2))).astype(a.dtype)

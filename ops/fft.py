@@ -1,0 +1,84 @@
+"""Fft: fast Fourier transforms over the trailing 1 to 3 dimensions (HLO fft).
+
+>>> import numpy as np, hlodsl as hd
+>>> Fft("RFFT", (4,))(hd.array(np.float32([1, 0, 0, 0])))
+hlodsl.Array[complex64, (3,)]([1.+0.j, 1.+0.j, 1.+0.j])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import ComplexFloating, complex64, complex128, float32, float64
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+from ._checks import dims, dims_text
+
+__all__ = ["Fft"]
+
+_REAL = {float32: complex64, float64: complex128}
+_COMPLEX = {c: r for r, c in _REAL.items()}
+
+
+@frozen
+class Fft(HloOp, opcode="fft"):
+    """Transform the last ``len(fft_length)`` (1 to 3) dims; ``fft_length`` are their sizes.
+
+    - FFT, IFFT (forward, inverse scaled by 1/N): complex -> same complex type;
+      the trailing dims must equal ``fft_length``.
+    - RFFT: f32 -> c64 or f64 -> c128; trailing dims equal ``fft_length``, and
+      the last result dim is ``fft_length[-1] // 2 + 1`` (unchanged when 0).
+    - IRFFT: c64 -> f32 or c128 -> f64; trailing dims equal ``fft_length``
+      except the last, which is ``fft_length[-1] // 2 + 1`` and becomes
+      ``fft_length[-1]`` in the result. The imaginary parts that a real
+      signal's spectrum would not have are ignored (as numpy's irfftn).
+
+    XLA's shape inference does not compare ``fft_length`` with the operand for
+    FFT/IFFT; the transform of other lengths is not defined, so it is required.
+    """
+
+    fft_type: str = attrs.field(converter=lambda v: str(v).upper())
+    fft_length: tuple[int, ...] = attrs.field(converter=dims)
+
+    def __attrs_post_init__(self):
+        if self.fft_type not in ("FFT", "IFFT", "RFFT", "IRFFT"):
+            raise ValueError(f"{self!r}: fft_type must be FFT, IFFT, RFFT or IRFFT")
+        if not 1 <= len(self.fft_length) <= 3 or any(n < 0 for n in self.fft_length):
+            raise ValueError(f"{self!r}: fft_length must hold 1 to 3 non-negative sizes")
+
+    def result_type(self, x):
+        k, n, kind = len(self.fft_length), self.fft_length, self.fft_type
+        require(x.rank >= k, self, (x,), f"a rank-{k} FFT needs an operand of rank >= {k}")
+        if kind == "RFFT":
+            require(x.dtype in _REAL, self, (x,), "RFFT takes f32 or f64")
+        else:
+            require(issubclass(x.dtype, ComplexFloating), self, (x,), f"{kind} takes c64 or c128")
+        expect = n if kind != "IRFFT" else n[:-1] + ((n[-1] // 2 + 1) if n[-1] else 0,)
+        require(x.shape[x.rank - k:] == expect, self, (x,),
+                f"the trailing dimensions must be {expect} for {kind} with fft_length {n}")
+        batch = x.shape[:x.rank - k]
+        if kind == "RFFT":
+            return ArrayType(_REAL[x.dtype], batch + n[:-1] + ((n[-1] // 2 + 1) if n[-1] else 0,))
+        if kind == "IRFFT":
+            return ArrayType(_COMPLEX[x.dtype], batch + n)
+        return x
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"fft_type={self.fft_type}", f"fft_length={dims_text(self.fft_length)}"]
+
+    def reference(self, x):
+        axes = tuple(range(np.ndim(x) - len(self.fft_length), np.ndim(x)))
+        out = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn,
+               "IRFFT": np.fft.irfftn}[self.fft_type](x, s=self.fft_length, axes=axes)
+        return out.astype(_dtype_of(self.fft_type, x.dtype))
+
+
+def _dtype_of(kind: str, dtype: np.dtype) -> np.dtype:
+    if kind == "RFFT":
+        return np.result_type(dtype, np.complex64)
+    if kind == "IRFFT":
+        return np.real(np.zeros((), dtype)).dtype
+    return dtype

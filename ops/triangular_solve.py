@@ -1,0 +1,81 @@
+"""TriangularSolve: solve triangular systems, batched (HLO triangular-solve).
+
+>>> import numpy as np, hlodsl as hd
+>>> a = hd.array(np.float32([[2, 0], [1, 1]])); b = hd.array(np.float32([[2], [3]]))
+>>> TriangularSolve(left_side=True, lower=True)(a, b)
+hlodsl.Array[float32, (2, 1)](
+  [[1.],
+   [2.]])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import ComplexFloating, Floating
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+
+__all__ = ["TriangularSolve"]
+
+_TRANSPOSES = ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT")
+
+
+@frozen
+class TriangularSolve(HloOp, opcode="triangular-solve"):
+    """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for ``x``.
+
+    ``a``: ``[..., m, m]``; ``b``: ``[..., m, n]`` (left side) or ``[..., n, m]``,
+    with the same leading batch dims and element type (float or complex); the
+    result has ``b``'s type. Only the ``lower`` (else upper) triangle of ``a``
+    is read; with ``unit_diagonal`` its diagonal is taken to be ones and not
+    read. ``op`` is ``transpose_a``: NO_TRANSPOSE, TRANSPOSE or ADJOINT
+    (conjugate transpose). A zero on a read diagonal gives infs/NaNs, no error.
+    """
+
+    left_side: bool
+    lower: bool
+    unit_diagonal: bool = False
+    transpose_a: str = attrs.field(converter=lambda v: str(v).upper(), default="NO_TRANSPOSE")
+
+    def __attrs_post_init__(self):
+        for name in ("left_side", "lower", "unit_diagonal"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{self!r}: {name} must be a bool")
+        if self.transpose_a not in _TRANSPOSES:
+            raise ValueError(f"{self!r}: transpose_a must be one of {_TRANSPOSES}")
+
+    def result_type(self, a, b):
+        ops = (a, b)
+        require(a.dtype is b.dtype and issubclass(a.dtype, (Floating, ComplexFloating)), self,
+                ops, "a and b must have the same floating-point or complex element type")
+        require(a.rank >= 2 and a.rank == b.rank, self, ops, "a and b must have equal rank >= 2")
+        require(a.shape[-1] == a.shape[-2], self, ops,
+                "the two minor dimensions of a must be equal")
+        shared = -2 if self.left_side else -1
+        require(a.shape[-1] == b.shape[shared], self, ops,
+                f"b's dimension {b.rank + shared} must equal a's size {a.shape[-1]} "
+                f"({'left' if self.left_side else 'right'} side)")
+        require(a.shape[:-2] == b.shape[:-2], self, ops, "batch dimensions of a and b differ")
+        return b
+
+    def attributes(self, operand_types, result_type, ctx):
+        flag = {True: "true", False: "false"}
+        return [f"left_side={flag[bool(self.left_side)]}", f"lower={flag[bool(self.lower)]}",
+                f"unit_diagonal={flag[bool(self.unit_diagonal)]}",
+                f"transpose_a={self.transpose_a}"]
+
+    def reference(self, a, b):
+        t = np.tril(a) if self.lower else np.triu(a)
+        if self.unit_diagonal:
+            m = a.shape[-1]
+            t = t * (1 - np.eye(m, dtype=a.dtype)) + np.eye(m, dtype=a.dtype)
+        if self.transpose_a != "NO_TRANSPOSE":
+            t = np.swapaxes(t, -1, -2)
+            t = np.conj(t) if self.transpose_a == "ADJOINT" else t
+        if self.left_side:
+            return np.linalg.solve(t, b).astype(b.dtype)
+        # x @ t = b  <=>  t^T @ x^T = b^T
+        x = np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2))
+        return np.swapaxes(x, -1, -2).astype(b.dtype)
