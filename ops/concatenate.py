@@ -1,0 +1,59 @@
+"""Concatenate: join arrays along one dimension (HLO concatenate).
+
+>>> import numpy as np, hlodsl as hd
+>>> a, b = hd.array(np.int32([[1], [2]])), hd.array(np.int32([[3, 4], [5, 6]]))
+>>> Concatenate(1)(a, b)
+hlodsl.Array[int32, (2, 3)](
+  [[1, 3, 4],
+   [2, 5, 6]])
+"""
+
+from __future__ import annotations
+
+import operator
+
+import attrs
+import numpy as np
+
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+__all__ = ["Concatenate"]
+
+
+@frozen
+class Concatenate(HloOp, opcode="concatenate"):
+    """Operands joined along ``dimension``; all other dimensions must agree.
+
+    Takes one or more operands of one element type and one rank; the result's
+    ``dimension`` is the sum of theirs.
+    """
+
+    dimension: int = attrs.field(converter=operator.index, default=0)
+
+    def __attrs_post_init__(self):
+        if self.dimension < 0:
+            raise ValueError(f"{self!r}: dimension must be non-negative")
+
+    def result_type(self, *types):
+        require(len(types) >= 1, self, types, "needs at least one operand")
+        first = types[0]
+        require(self.dimension < first.rank, self, types,
+                f"dimension {self.dimension} out of range for rank {first.rank}")
+        for t in types:
+            require(t.rank == first.rank, self, types, "all operands must have the same rank")
+            require(t.dtype is first.dtype, self, types,
+                    "all operands must have the same element type")
+            require(all(a == b for d, (a, b) in enumerate(zip(t.shape, first.shape))
+                        if d != self.dimension), self, types,
+                    f"operands may differ only in dimension {self.dimension}")
+        shape = list(first.shape)
+        shape[self.dimension] = sum(t.shape[self.dimension] for t in types)
+        return ArrayType(first.dtype, shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"dimensions={{{self.dimension}}}"]
+
+    def reference(self, *arrays):
+        return np.concatenate(arrays, axis=self.dimension)

@@ -1,0 +1,98 @@
+"""DynamicSlice and DynamicUpdateSlice: windows at run-time start indices.
+
+Start indices are scalar integer arrays, one per dimension, all of one
+element type. Out-of-range starts are clamped (as in XLA) so that the whole
+window lies inside the operand: ``start = clamp(start, 0, dim - window)``.
+
+>>> import numpy as np, hlodsl as hd
+>>> x = hd.array(np.arange(5, dtype=np.int32))
+>>> DynamicSlice(2)(x, hd.array(np.int32(9)))   # start 9 is clamped to 3
+hlodsl.Array[int32, (2,)]([3, 4])
+>>> DynamicUpdateSlice()(x, hd.array(np.int32([7, 7])), hd.array(np.int32(1)))
+hlodsl.Array[int32, (5,)]([0, 7, 7, 3, 4])
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import Integer
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+from ._checks import dims, dims_text
+
+__all__ = ["DynamicSlice", "DynamicUpdateSlice"]
+
+
+def _check_starts(op, types, operand: ArrayType, starts) -> None:
+    require(len(starts) == operand.rank, op, types,
+            f"takes one start index per operand dimension: {operand.rank}, got {len(starts)}")
+    for s in starts:
+        require(s.shape == () and issubclass(s.dtype, Integer), op, types,
+                "start indices must be integer scalars")
+        require(s.dtype is starts[0].dtype, op, types,
+                "start indices must all have the same element type")
+
+
+def _clamped(starts, shape, window) -> tuple[slice, ...]:
+    out = []
+    for s, n, w in zip(starts, shape, window):
+        lo = int(min(max(int(s), 0), n - w))
+        out.append(slice(lo, lo + w))
+    return tuple(out)
+
+
+@frozen
+class DynamicSlice(HloOp, opcode="dynamic-slice"):
+    """The ``slice_sizes`` window of the operand at run-time (clamped) starts.
+
+    Called as ``DynamicSlice(sizes)(operand, *start_indices)``.
+    """
+
+    slice_sizes: tuple[int, ...] = attrs.field(converter=dims)
+
+    def __attrs_post_init__(self):
+        if any(s < 0 for s in self.slice_sizes):
+            raise ValueError(f"{self!r}: slice sizes must be non-negative")
+
+    def result_type(self, x, *starts):
+        types = (x, *starts)
+        _check_starts(self, types, x, starts)
+        require(len(self.slice_sizes) == x.rank, self, types,
+                f"{len(self.slice_sizes)} slice sizes for a rank-{x.rank} operand")
+        for d, (w, n) in enumerate(zip(self.slice_sizes, x.shape)):
+            require(w <= n, self, types, f"slice size {w} exceeds the size {n} of dimension {d}")
+        return ArrayType(x.dtype, self.slice_sizes)
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"dynamic_slice_sizes={dims_text(self.slice_sizes)}"]
+
+    def reference(self, x, *starts):
+        return np.asarray(x)[_clamped(starts, np.shape(x), self.slice_sizes)]
+
+
+@frozen
+class DynamicUpdateSlice(HloOp, opcode="dynamic-update-slice"):
+    """``operand`` with ``update`` written at run-time (clamped) starts.
+
+    Called as ``DynamicUpdateSlice()(operand, update, *start_indices)``.
+    """
+
+    def result_type(self, x, update, *starts):
+        types = (x, update, *starts)
+        require(update.dtype is x.dtype, self, types,
+                "operand and update must have the same element type")
+        require(update.rank == x.rank, self, types, "operand and update must have the same rank")
+        _check_starts(self, types, x, starts)
+        for d, (w, n) in enumerate(zip(update.shape, x.shape)):
+            require(w <= n, self, types,
+                    f"update size {w} exceeds the size {n} of operand dimension {d}")
+        return x
+
+    def reference(self, x, update, *starts):
+        out = np.array(x, copy=True)
+        out[_clamped(starts, out.shape, np.shape(update))] = update
+        return out

@@ -1,0 +1,143 @@
+"""Gather: slices of the operand at run-time start indices (HLO gather).
+
+Follows XLA's gather semantics: every index vector of ``start_indices``
+(along ``index_vector_dim``) gives the start of one ``slice_sizes`` window;
+``collapsed_slice_dims`` and ``operand_batching_dims`` (both of size <= 1) are
+dropped from the window, the remaining window dimensions are placed at
+``offset_dims`` of the result, and the batch dimensions (``start_indices``
+without ``index_vector_dim``) fill the other result dimensions in order.
+Starts are clamped so that each window lies inside the operand.
+
+>>> import numpy as np, hlodsl as hd
+>>> x = hd.array(np.arange(6, dtype=np.int32).reshape(3, 2))
+>>> rows = Gather(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,),
+...               index_vector_dim=1, slice_sizes=(1, 2))
+>>> rows(x, hd.array(np.int32([[2], [0]])))
+hlodsl.Array[int32, (2, 2)](
+  [[4, 5],
+   [0, 1]])
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from hlodsl.dtypes import Integer
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType
+
+from ._checks import dims, dims_text
+
+__all__ = ["Gather"]
+
+
+def check_sorted_unique(op, what: str, axes, sort: bool = True) -> None:
+    """``ValueError`` unless ``axes`` are non-negative, distinct (and sorted)."""
+    if any(a < 0 for a in axes) or len(set(axes)) != len(axes):
+        raise ValueError(f"{op!r}: {what} must be distinct non-negative dimensions, got {axes}")
+    if sort and list(axes) != sorted(axes):
+        raise ValueError(f"{op!r}: {what} must be sorted, got {axes}")
+
+
+def check_disjoint(op, what_a: str, a, what_b: str, b) -> None:
+    if set(a) & set(b):
+        raise ValueError(f"{op!r}: {what_a} {a} and {what_b} {b} must be disjoint")
+
+
+def index_batch_shape(op, types, indices: ArrayType, index_vector_dim: int,
+                      index_count: int, batching_dims, operand: ArrayType, operand_batching):
+    """Checks the indices operand; its shape without the index vector dimension."""
+    require(issubclass(indices.dtype, Integer), op, types, "indices must have an integer type")
+    require(index_vector_dim <= indices.rank, op, types,
+            f"index_vector_dim {index_vector_dim} out of range for rank-{indices.rank} indices")
+    shape = list(indices.shape) + [1] * (index_vector_dim == indices.rank)
+    require(shape[index_vector_dim] == index_count, op, types,
+            f"index vectors have {shape[index_vector_dim]} entries, the dimension map "
+            f"names {index_count} operand dimensions")
+    require(all(d < indices.rank for d in batching_dims), op, types,
+            f"indices batching dimensions {batching_dims} out of range")
+    require(all(d < operand.rank for d in operand_batching), op, types,
+            f"operand batching dimensions {operand_batching} out of range")
+    require(indices.dims(batching_dims) == operand.dims(operand_batching), op, types,
+            "batching dimensions of operand and indices must have the same sizes")
+    del shape[index_vector_dim]
+    return tuple(shape)
+
+
+@frozen
+class Gather(HloOp, opcode="gather"):
+    """Windows of ``operand`` at the starts in ``start_indices``: ``Gather(...)(operand, idx)``."""
+
+    offset_dims: tuple[int, ...] = attrs.field(converter=dims)
+    collapsed_slice_dims: tuple[int, ...] = attrs.field(converter=dims)
+    start_index_map: tuple[int, ...] = attrs.field(converter=dims)
+    index_vector_dim: int = attrs.field(converter=int)
+    slice_sizes: tuple[int, ...] = attrs.field(converter=dims)
+    operand_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
+    start_indices_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
+    indices_are_sorted: bool = attrs.field(converter=bool, default=False)
+
+    def __attrs_post_init__(self):
+        rank = len(self.slice_sizes)
+        check_sorted_unique(self, "offset_dims", self.offset_dims)
+        check_sorted_unique(self, "collapsed_slice_dims", self.collapsed_slice_dims)
+        check_sorted_unique(self, "operand_batching_dims", self.operand_batching_dims)
+        check_sorted_unique(self, "start_index_map", self.start_index_map, sort=False)
+        check_sorted_unique(self, "start_indices_batching_dims",
+                            self.start_indices_batching_dims, sort=False)
+        check_disjoint(self, "collapsed_slice_dims", self.collapsed_slice_dims,
+                       "operand_batching_dims", self.operand_batching_dims)
+        check_disjoint(self, "start_index_map", self.start_index_map,
+                       "operand_batching_dims", self.operand_batching_dims)
+        if len(self.operand_batching_dims) != len(self.start_indices_batching_dims):
+            raise ValueError(f"{self!r}: operand_batching_dims and "
+                             "start_indices_batching_dims must have the same length")
+        if self.index_vector_dim < 0 or self.index_vector_dim in self.start_indices_batching_dims:
+            raise ValueError(f"{self!r}: index_vector_dim must be non-negative and not a "
+                             "batching dimension")
+        if any(s < 0 for s in self.slice_sizes):
+            raise ValueError(f"{self!r}: slice_sizes must be non-negative")
+        if len(self.offset_dims) + len(self.collapsed_slice_dims) + \
+                len(self.operand_batching_dims) != rank:
+            raise ValueError(f"{self!r}: every operand dimension (one per slice size) must be "
+                             "an offset, collapsed or batching dimension")
+        for what, axes in (("collapsed_slice_dims", self.collapsed_slice_dims),
+                           ("operand_batching_dims", self.operand_batching_dims),
+                           ("start_index_map", self.start_index_map)):
+            if any(a >= rank for a in axes):
+                raise ValueError(f"{self!r}: {what} {axes} out of range for rank {rank}")
+        if any(self.slice_sizes[d] > 1
+               for d in self.collapsed_slice_dims + self.operand_batching_dims):
+            raise ValueError(f"{self!r}: collapsed and batching dimensions need slice size <= 1")
+
+    def result_type(self, operand, indices):
+        types = (operand, indices)
+        require(operand.rank == len(self.slice_sizes), self, types,
+                f"{len(self.slice_sizes)} slice sizes for a rank-{operand.rank} operand")
+        for d, (w, n) in enumerate(zip(self.slice_sizes, operand.shape)):
+            require(w <= n, self, types, f"slice size {w} exceeds the size {n} of dimension {d}")
+        batch = index_batch_shape(self, types, indices, self.index_vector_dim,
+                                  len(self.start_index_map), self.start_indices_batching_dims,
+                                  operand, self.operand_batching_dims)
+        rank = len(self.offset_dims) + len(batch)
+        require(all(d < rank for d in self.offset_dims), self, types,
+                f"offset_dims {self.offset_dims} out of range for the rank-{rank} result")
+        dropped = self.collapsed_slice_dims + self.operand_batching_dims
+        window = iter(w for d, w in enumerate(self.slice_sizes) if d not in dropped)
+        batch_it = iter(batch)
+        shape = [next(window) if d in self.offset_dims else next(batch_it) for d in range(rank)]
+        return ArrayType(operand.dtype, shape)
+
+    def attributes(self, operand_types, result_type, ctx):
+        out = [f"offset_dims={dims_text(self.offset_dims)}",
+               f"collapsed_slice_dims={dims_text(self.collapsed_slice_dims)}",
+               f"start_index_map={dims_text(self.start_index_map)}"]
+        if self.operand_batching_dims:
+            out += [f"operand_batching_dims={dims_text(self.operand_batching_dims)}",
+                    f"start_indices_batching_dims={dims_text(self.start_indices_batching_dims)}"]
+        out += [f"index_vector_dim={self.index_vector_dim}",
+                f"slice_sizes={dims_text(self.slice_sizes)}"]
+        if self.indices_are_sorted:
+            out.append("indices_are_sorted=true")
+        return out

@@ -1,0 +1,137 @@
+"""Scatter: combine update windows into an operand at run-time indices (HLO scatter).
+
+Follows XLA's scatter semantics; the update computation is a Python callable
+on scalars, staged into a sub-computation. For N operands it is called as
+``Scatter(f, ...)(*operands, scatter_indices, *updates)`` and ``f`` takes 2N
+scalars (N current values, then N updates) and returns N scalars. Update
+windows that do not lie wholly inside the operand are skipped.
+
+>>> import numpy as np, hlodsl as hd
+>>> add = lambda a, b: hd.ops.Add()(a, b)
+>>> scatter_add = Scatter(add, update_window_dims=(), inserted_window_dims=(0,),
+...                       scatter_dims_to_operand_dims=(0,), index_vector_dim=1)
+>>> scatter_add(hd.array(np.int32([0, 0, 0])), hd.array(np.int32([[2], [2], [0]])),
+...             hd.array(np.int32([1, 2, 5])))
+hlodsl.Array[int32, (3,)]([5, 0, 3])
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.staging import stage_computation
+from hlodsl.types import ArrayType, TupleType
+
+from ._checks import dims, dims_text
+from .gather import check_disjoint, check_sorted_unique, index_batch_shape
+
+__all__ = ["Scatter"]
+
+
+@frozen
+class Scatter(HloOp, opcode="scatter"):
+    """Operands with update windows combined in by ``computation``; one result per operand."""
+
+    computation: Callable
+    update_window_dims: tuple[int, ...] = attrs.field(converter=dims)
+    inserted_window_dims: tuple[int, ...] = attrs.field(converter=dims)
+    scatter_dims_to_operand_dims: tuple[int, ...] = attrs.field(converter=dims)
+    index_vector_dim: int = attrs.field(converter=int)
+    input_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
+    scatter_indices_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
+    indices_are_sorted: bool = attrs.field(converter=bool, default=False)
+    unique_indices: bool = attrs.field(converter=bool, default=False)
+
+    def __attrs_post_init__(self):
+        check_sorted_unique(self, "update_window_dims", self.update_window_dims)
+        check_sorted_unique(self, "inserted_window_dims", self.inserted_window_dims)
+        check_sorted_unique(self, "input_batching_dims", self.input_batching_dims)
+        check_sorted_unique(self, "scatter_dims_to_operand_dims",
+                            self.scatter_dims_to_operand_dims, sort=False)
+        check_sorted_unique(self, "scatter_indices_batching_dims",
+                            self.scatter_indices_batching_dims, sort=False)
+        check_disjoint(self, "inserted_window_dims", self.inserted_window_dims,
+                       "input_batching_dims", self.input_batching_dims)
+        check_disjoint(self, "scatter_dims_to_operand_dims", self.scatter_dims_to_operand_dims,
+                       "input_batching_dims", self.input_batching_dims)
+        if len(self.input_batching_dims) != len(self.scatter_indices_batching_dims):
+            raise ValueError(f"{self!r}: input_batching_dims and "
+                             "scatter_indices_batching_dims must have the same length")
+        if self.index_vector_dim < 0 or \
+                self.index_vector_dim in self.scatter_indices_batching_dims:
+            raise ValueError(f"{self!r}: index_vector_dim must be non-negative and not a "
+                             "batching dimension")
+
+    def _split(self, types):
+        n = (len(types) - 1) // 2
+        return types[:n], types[n], types[n + 1:]
+
+    def _comp(self, operands):
+        scalars = tuple(ArrayType(t.dtype, ()) for t in operands)
+        return stage_computation(self.computation, scalars + scalars)
+
+    def result_type(self, *types):
+        require(len(types) >= 3 and len(types) % 2 == 1, self, types,
+                "takes N operands, the scatter indices and N updates")
+        operands, indices, updates = self._split(types)
+        operand, update = operands[0], updates[0]
+        for o, u in zip(operands, updates):
+            require(o.shape == operand.shape and u.shape == update.shape, self, types,
+                    "all operands must have one shape, all updates one shape")
+            require(o.dtype is u.dtype, self, types,
+                    "each update must have its operand's element type")
+        window_rank = len(self.update_window_dims) + len(self.inserted_window_dims) + \
+            len(self.input_batching_dims)
+        require(operand.rank == window_rank, self, types,
+                f"update_window_dims, inserted_window_dims and input_batching_dims must "
+                f"together have the operand's rank {operand.rank}, they have {window_rank}")
+        for what, axes in (("inserted_window_dims", self.inserted_window_dims),
+                           ("scatter_dims_to_operand_dims", self.scatter_dims_to_operand_dims)):
+            require(all(a < operand.rank for a in axes), self, types,
+                    f"{what} {axes} out of range for rank {operand.rank}")
+        batch = index_batch_shape(self, types, indices, self.index_vector_dim,
+                                  len(self.scatter_dims_to_operand_dims),
+                                  self.scatter_indices_batching_dims,
+                                  operand, self.input_batching_dims)
+        require(update.rank == len(self.update_window_dims) + len(batch), self, types,
+                f"updates must have rank {len(self.update_window_dims) + len(batch)} "
+                "(update window dims plus scatter dims)")
+        require(all(d < update.rank for d in self.update_window_dims), self, types,
+                f"update_window_dims {self.update_window_dims} out of range")
+        skipped = self.inserted_window_dims + self.input_batching_dims
+        bounds = [n for d, n in enumerate(operand.shape) if d not in skipped]
+        for d, n in zip(self.update_window_dims, bounds):
+            require(update.shape[d] <= n, self, types,
+                    f"update window dimension {d} (size {update.shape[d]}) exceeds the "
+                    f"operand window bound {n}")
+        scatter_sizes = tuple(n for d, n in enumerate(update.shape)
+                              if d not in self.update_window_dims)
+        require(scatter_sizes == batch, self, types,
+                f"update scatter dimensions {scatter_sizes} must match the indices' batch "
+                f"dimensions {batch}")
+        scalars = tuple(ArrayType(t.dtype, ()) for t in operands)
+        expect = scalars[0] if len(scalars) == 1 else TupleType(scalars)
+        got = self._comp(operands).result_type
+        require(got == expect, self, types,
+                f"the computation must return {expect}, it returns {got}")
+        return operands[0] if len(operands) == 1 else TupleType(operands)
+
+    def attributes(self, operand_types, result_type, ctx):
+        out = [f"update_window_dims={dims_text(self.update_window_dims)}",
+               f"inserted_window_dims={dims_text(self.inserted_window_dims)}",
+               f"scatter_dims_to_operand_dims={dims_text(self.scatter_dims_to_operand_dims)}"]
+        if self.input_batching_dims:
+            out += [f"input_batching_dims={dims_text(self.input_batching_dims)}",
+                    "scatter_indices_batching_dims="
+                    + dims_text(self.scatter_indices_batching_dims)]
+        out.append(f"index_vector_dim={self.index_vector_dim}")
+        if self.indices_are_sorted:
+            out.append("indices_are_sorted=true")
+        if self.unique_indices:
+            out.append("unique_indices=true")
+        out.append(f"to_apply={ctx.computation(self._comp(self._split(operand_types)[0]))}")
+        return out
