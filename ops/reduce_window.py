@@ -1,0 +1,154 @@
+"""ReduceWindow: fold every (strided, padded, dilated) window with a staged computation.
+
+Variadic like Reduce: for N operands the computation takes 2N scalars (N
+accumulators, then N elements) and returns N scalars.
+
+>>> import numpy as np, hlodsl as hd
+>>> def add(a, b): return hd.ops.Add()(a, b)
+>>> ReduceWindow(add, (2,))(hd.array(np.float32([1, 2, 3])), hd.array(np.float32(0)))
+hlodsl.Array[float32, (2,)]([3., 5.])
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+import attrs
+
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.staging import stage_computation
+from hlodsl.types import ArrayType, TupleType
+
+from ._checks import dims
+
+__all__ = ["ReduceWindow"]
+
+
+def pairs(value) -> tuple:
+    """Converter: (low, high) pairs to int tuples (``check_window`` rejects non-pairs)."""
+    return tuple(tuple(int(v) for v in p) if isinstance(p, (tuple, list)) else p
+                 for p in value)
+
+
+def ones(self) -> tuple[int, ...]:
+    return (1,) * len(self.window_dimensions)
+
+
+def zero_pads(self) -> tuple[tuple[int, int], ...]:
+    return ((0, 0),) * len(self.window_dimensions)
+
+
+def check_window(op, fields: tuple[str, ...], positive: tuple[str, ...]) -> None:
+    """ValueError unless every window field has one entry per window dimension."""
+    rank = len(op.window_dimensions)
+    for name in fields:
+        if len(getattr(op, name)) != rank:
+            raise ValueError(f"{op!r}: {name} needs {rank} entries (one per window "
+                             f"dimension), got {getattr(op, name)}")
+    if not all(isinstance(p, tuple) and len(p) == 2 for p in op.padding):
+        raise ValueError(f"{op!r}: padding must be (low, high) pairs, got {op.padding}")
+    for name in positive:
+        if any(v < 1 for v in getattr(op, name)):
+            raise ValueError(f"{op!r}: {name} must be positive, got {getattr(op, name)}")
+
+
+def takes(fn, n: int) -> bool:
+    """Whether ``fn`` can be called with ``n`` positional arguments (unknown: yes)."""
+    try:
+        inspect.signature(fn).bind(*range(n))
+    except TypeError:
+        return False
+    except ValueError:  # no signature to inspect (some builtins)
+        pass
+    return True
+
+
+def window_shape(op, operand: ArrayType, types) -> tuple[int, ...]:
+    """The shape of the windowed result (XLA's InferWindowOutputShape), checked."""
+    require(len(op.window_dimensions) == operand.rank, op, types,
+            f"window has {len(op.window_dimensions)} dimensions for a rank-{operand.rank} operand")
+    base = getattr(op, "base_dilations", ones(op))
+    wdil = getattr(op, "window_dilations", ones(op))
+    out = []
+    for d, size in enumerate(operand.shape):
+        lo, hi = op.padding[d]
+        padded = lo + hi + ((size - 1) * base[d] + 1 if size else 0)
+        require(padded >= 0, op, types,
+                f"padding {op.padding[d]} leaves dimension {d} with negative size")
+        window = (op.window_dimensions[d] - 1) * wdil[d] + 1
+        out.append(0 if padded < window else (padded - window) // op.window_strides[d] + 1)
+    return tuple(out)
+
+
+def window_text(op) -> str:
+    """``window={size=2x2 stride=...}``, leaving out default fields as XLA prints it."""
+    def join(values):
+        return "x".join(str(v) for v in values)
+
+    text = f"size={join(op.window_dimensions)}" if op.window_dimensions else ""
+    if any(s != 1 for s in op.window_strides):
+        text += f" stride={join(op.window_strides)}"
+    if any(p != (0, 0) for p in op.padding):
+        text += " pad=" + "x".join(f"{lo}_{hi}" for lo, hi in op.padding)
+    for key, name in (("lhs_dilate", "base_dilations"), ("rhs_dilate", "window_dilations")):
+        values = getattr(op, name, ())
+        if any(v != 1 for v in values):
+            text += f" {key}={join(values)}"
+    return "window={" + text + "}"
+
+
+@frozen
+class ReduceWindow(HloOp, opcode="reduce-window"):
+    """Reduce each window of N same-shape operands with N scalar initial values.
+
+    Called as ``ReduceWindow(f, window_dimensions, ...)(*operands, *inits)``.
+    Strides and dilations default to 1, padding to ``(0, 0)`` per dimension.
+    Result dimension d has ``(padded_d - dilated_window_d) // stride_d + 1``
+    elements, where ``padded_d = (n_d - 1) * base_dilation_d + 1 + low_d + high_d``;
+    returns one array for one operand, a tuple for several.
+    """
+
+    computation: Callable
+    window_dimensions: tuple[int, ...] = attrs.field(converter=dims)
+    window_strides: tuple[int, ...] = attrs.field(
+        converter=dims, default=attrs.Factory(ones, takes_self=True))
+    padding: tuple[tuple[int, int], ...] = attrs.field(
+        converter=pairs, default=attrs.Factory(zero_pads, takes_self=True))
+    base_dilations: tuple[int, ...] = attrs.field(
+        converter=dims, default=attrs.Factory(ones, takes_self=True))
+    window_dilations: tuple[int, ...] = attrs.field(
+        converter=dims, default=attrs.Factory(ones, takes_self=True))
+
+    def __attrs_post_init__(self):
+        positive = ("window_dimensions", "window_strides", "base_dilations", "window_dilations")
+        check_window(self, positive[1:] + ("padding",), positive)
+
+    def _comp(self, inits):
+        scalars = tuple(ArrayType(t.dtype, ()) for t in inits)
+        return scalars, stage_computation(self.computation, scalars + scalars)
+
+    def result_type(self, *types):
+        require(len(types) >= 2 and len(types) % 2 == 0, self, types,
+                "takes N operands followed by N initial values")
+        operands, inits = types[: len(types) // 2], types[len(types) // 2:]
+        for t in operands:
+            require(t.shape == operands[0].shape, self, types,
+                    "all operands must have the same shape")
+        for o, i in zip(operands, inits):
+            require(i.shape == () and i.dtype is o.dtype, self, types,
+                    "each initial value must be a scalar of its operand's element type")
+        shape = window_shape(self, operands[0], types)
+        require(takes(self.computation, len(types)), self, types,
+                f"the computation must take {len(types)} scalars (N accumulators, N elements)")
+        scalars, comp = self._comp(inits)
+        expect = scalars[0] if len(scalars) == 1 else TupleType(scalars)
+        require(comp.result_type == expect, self, types,
+                f"the computation must return {expect}, it returns {comp.result_type}")
+        outs = tuple(ArrayType(t.dtype, shape) for t in operands)
+        return outs[0] if len(outs) == 1 else TupleType(outs)
+
+    def attributes(self, operand_types, result_type, ctx):
+        _, comp = self._comp(operand_types[len(operand_types) // 2:])
+        return [window_text(self), f"to_apply={ctx.computation(comp)}"]

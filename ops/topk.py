@@ -1,0 +1,58 @@
+"""TopK: the k largest (or smallest) elements along the last dimension, with their indices.
+
+>>> import numpy as np, hlodsl as hd
+>>> TopK(2)(hd.array(np.float32([1, 4, 2, 3])))
+(hlodsl.Array[float32, (2,)]([4., 3.]), hlodsl.Array[int32, (2,)]([1, 3]))
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl.dtypes import Floating, Integer, int32
+from hlodsl.errors import require
+from hlodsl.op import HloOp, frozen
+from hlodsl.types import ArrayType, TupleType
+
+__all__ = ["TopK"]
+
+
+@frozen
+class TopK(HloOp, opcode="topk"):
+    """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements.
+
+    For an operand of shape ``(..., n)`` both results have shape ``(..., k)``;
+    values are ordered best first, indices are int32, and of equal elements
+    the one with the lower index comes first.
+    """
+
+    k: int = attrs.field(converter=int)
+    largest: bool = attrs.field(default=True, converter=bool)
+
+    def __attrs_post_init__(self):
+        if self.k < 0:
+            raise ValueError(f"{self!r}: k must be non-negative, got {self.k}")
+
+    def result_type(self, x):
+        require(x.rank >= 1, self, (x,), "the operand must have rank at least 1")
+        require(issubclass(x.dtype, (Integer, Floating)), self, (x,),
+                "the operand must have an integer or floating-point element type")
+        require(self.k <= x.shape[-1], self, (x,),
+                f"k={self.k} exceeds the last dimension's size {x.shape[-1]}")
+        shape = x.shape[:-1] + (self.k,)
+        return TupleType((ArrayType(x.dtype, shape), ArrayType(int32, shape)))
+
+    def attributes(self, operand_types, result_type, ctx):
+        return [f"k={self.k}", f"largest={'true' if self.largest else 'false'}"]
+
+    def reference(self, x):
+        """Stable order: numpy's sort order (NaN last) for smallest, reversed for largest."""
+        x = np.asarray(x)
+        n = x.shape[-1]
+        if self.largest:  # descending, ties by ascending index: sort the reversed row
+            idx = n - 1 - np.flip(np.argsort(np.flip(x, -1), -1, kind="stable"), -1)
+        else:
+            idx = np.argsort(x, -1, kind="stable")
+        idx = idx[..., : self.k].astype(np.int32)
+        return np.take_along_axis(x, idx, -1), idx
