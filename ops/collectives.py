@@ -53,6 +53,13 @@ class _Collective(HloOp):
         if groups and len({len(g) for g in groups}) != 1:
             raise ValueError(f"{self!r}: all replica groups must have the same size")
 
+    def _check_dimension(self, x: ArrayType, split: bool) -> None:
+        require(0 <= self.dimension < x.rank, self, (x,), "dimension out of range")
+        if split:  # the dimension is cut into one block per group member
+            require(x.shape[self.dimension] % self.group_size == 0, self, (x,),
+                    f"dimension {self.dimension} must divide by the group size "
+                    f"{self.group_size}")
+
     @property
     def group_size(self) -> int:
         return len(self.replica_groups[0])
@@ -106,7 +113,7 @@ class AllGather(_Collective, opcode="all-gather"):
         self._check_groups(need=True)
 
     def result_type(self, x):
-        require(0 <= self.dimension < x.rank, self, (x,), "dimension out of range")
+        self._check_dimension(x, split=False)
         shape = list(x.shape)
         shape[self.dimension] *= self.group_size
         return ArrayType(x.dtype, shape)
@@ -129,9 +136,7 @@ class ReduceScatter(_Collective, opcode="reduce-scatter"):
         self._check_groups(need=True)
 
     def result_type(self, x):
-        require(0 <= self.dimension < x.rank, self, (x,), "dimension out of range")
-        require(x.shape[self.dimension] % self.group_size == 0, self, (x,),
-                f"dimension {self.dimension} must divide by the group size {self.group_size}")
+        self._check_dimension(x, split=True)
         self._scalar_computation(x)
         shape = list(x.shape)
         shape[self.dimension] //= self.group_size
@@ -157,9 +162,7 @@ class AllToAll(_Collective, opcode="all-to-all"):
         self._check_groups(need=True)
 
     def result_type(self, x):
-        require(0 <= self.dimension < x.rank, self, (x,), "dimension out of range")
-        require(x.shape[self.dimension] % self.group_size == 0, self, (x,),
-                f"dimension {self.dimension} must divide by the group size {self.group_size}")
+        self._check_dimension(x, split=True)
         return x
 
     def attributes(self, operand_types, result_type, ctx):
