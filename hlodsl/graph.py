@@ -127,7 +127,10 @@ class Builder:
 
 def _reachable(nodes: list[Node], root: Node, params: list[Node]) -> tuple[Node, ...]:
     # Every parameter stays: HLO numbers parameters contiguously, used or not.
-    live = {id(root), *(id(p) for p in params)}
+    # So does every side-effecting instruction (a custom call with
+    # has_side_effect=True), whether or not the result depends on it.
+    live = {id(root), *(id(p) for p in params),
+            *(id(n) for n in nodes if getattr(n.op, "has_side_effect", False))}
     for node in reversed(nodes):
         if id(node) in live:
             live.update(id(o) for o in node.operands)

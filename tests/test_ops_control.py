@@ -581,3 +581,18 @@ def test_custom_call_operand_layout_shape_errors():
                              "(f32[3,3], f32[3,3])", "operand_layouts has 1 layouts for 2 operands")
     _raises_eager_and_staged(lambda v: op(v), (v,), "(f32[3])",
                              "operand 0 (f32[3]) does not fit the rank-2 layout (1, 0)")
+
+
+def test_a_side_effecting_custom_call_stays_in_the_module_when_its_result_is_unused():
+    op = potrf(np.float32, 2, "L", has_side_effect=True)
+
+    def f(x):
+        op(x)  # result unused: only its side effect would matter
+        return x + 1
+
+    x = hd.array(np.eye(2, dtype=np.float32))
+    assert "custom-call(" in str(hd.code_hlo(f, x))
+    assert "custom-call(" not in str(hd.code_hlo(f, x).replace("custom-call(", "", 1))
+    np.testing.assert_array_equal(np.asarray(hd.compile(f)(x)), np.eye(2) + 1)
+    pure = potrf(np.float32, 2, "L")
+    assert "custom-call(" not in str(hd.code_hlo(lambda v: (pure(v), v + 1)[1], x))
