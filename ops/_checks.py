@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["dims", "check_dims", "check_permutation", "dims_text"]
+from hlodsl.dtypes import Floating
+from hlodsl.errors import require
+
+__all__ = ["dims", "sizes", "check_dims", "check_permutation", "check_one_float_precision",
+           "dims_text"]
 
 
 def dims(value) -> tuple[int, ...]:
@@ -10,6 +14,14 @@ def dims(value) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,)
     return tuple(int(v) for v in value)
+
+
+def sizes(value) -> tuple[int, ...]:
+    """Converter for a static shape: like ``dims``, and every size non-negative."""
+    shape = dims(value)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"array dimensions must be non-negative, got {shape}")
+    return shape
 
 
 def check_dims(op, what: str, axes: tuple[int, ...], rank: int | None = None) -> None:
@@ -25,6 +37,15 @@ def check_dims(op, what: str, axes: tuple[int, ...], rank: int | None = None) ->
 def check_permutation(op, perm: tuple[int, ...]) -> None:
     if sorted(perm) != list(range(len(perm))):
         raise ValueError(f"{op!r}: {perm} is not a permutation of 0..{len(perm) - 1}")
+
+
+def check_one_float_precision(op, operand_types) -> None:
+    """XLA's verifier rejects an instruction (reduce, map) whose operands mix floating-point
+    types of different precisions; say so at the call, not as an XLA verifier dump."""
+    floats = sorted({t.dtype.__name__ for t in operand_types if issubclass(t.dtype, Floating)})
+    require(len(floats) <= 1, op, operand_types,
+            f"floating-point operands of different precisions ({', '.join(floats)}) are not "
+            "allowed in one instruction; convert them to one type first")
 
 
 def dims_text(axes) -> str:

@@ -45,9 +45,12 @@ class Binary(HloOp):
 
 
 def _int_div(x, y):
-    # XLA integer division truncates toward zero (C semantics), unlike numpy's floor.
-    if np.issubdtype(np.asarray(x).dtype, np.integer):
-        return (np.trunc(np.asarray(x, np.float64) / y)).astype(np.asarray(x).dtype)
+    # XLA integer division truncates toward zero (C semantics), unlike numpy's floor;
+    # in integers throughout (float64 would round 64-bit quotients).
+    x, y = np.asarray(x), np.asarray(y)
+    if np.issubdtype(x.dtype, np.integer):
+        q = x // y
+        return (q + ((q < 0) & (x % y != 0)).astype(q.dtype)).astype(x.dtype)
     return np.divide(x, y)
 
 
@@ -72,6 +75,8 @@ class Divide(Binary, opcode="divide"):
 class Remainder(Binary, opcode="remainder"):
     """C-style remainder: the sign follows the dividend (``np.fmod``)."""
 
+    # NOTE: XLA (CPU, jaxlib 0.10.2) crashes compiling a complex remainder.
+    kinds = (Integer, Floating)
     numpy = staticmethod(np.fmod)
 
 
@@ -80,10 +85,15 @@ class Power(Binary, opcode="power"):
 
 
 class Maximum(Binary, opcode="maximum"):
+    # NOTE: XLA's CPU maximum of complex numbers does not break ties of the real
+    # parts by the imaginary parts, as the spec's lexicographic order does (jax
+    # lowers it by hand): complex is not offered.
+    kinds = (Integer, Floating)
     numpy = staticmethod(np.maximum)
 
 
 class Minimum(Binary, opcode="minimum"):
+    kinds = (Integer, Floating)  # see Maximum
     numpy = staticmethod(np.minimum)
 
 

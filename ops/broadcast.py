@@ -16,7 +16,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import check_dims, dims, dims_text
+from ._checks import check_dims, dims, dims_text, sizes
 
 __all__ = ["Broadcast"]
 
@@ -29,7 +29,7 @@ class Broadcast(HloOp, opcode="broadcast"):
     job: it reshapes those dimensions away first).
     """
 
-    shape: tuple[int, ...] = attrs.field(converter=dims)
+    shape: tuple[int, ...] = attrs.field(converter=sizes)
     dimensions: tuple[int, ...] = attrs.field(converter=dims, default=())
 
     def __attrs_post_init__(self):

@@ -32,6 +32,18 @@ def _default_type(dtype) -> str:
     return "SIGNED"
 
 
+def _allowed_types(dtype) -> tuple[str, ...]:
+    # What XLA's verifier accepts: TOTALORDER only for real floats.
+    return ("FLOAT", "TOTALORDER") if issubclass(dtype, Floating) else (_default_type(dtype),)
+
+
+def _total_order_key(x) -> np.ndarray:
+    """Integers in IEEE totalOrder of the floats x: -NaN < -inf < ... < -0 < +0 < ... < NaN."""
+    x = np.asarray(x)
+    bits = x.view(np.dtype(f"i{x.dtype.itemsize}"))
+    return np.where(bits < 0, bits ^ np.iinfo(bits.dtype).max, bits)
+
+
 @frozen
 class Compare(HloOp, opcode="compare"):
     """Elementwise comparison giving pred; ``direction`` is EQ, NE, LT, LE, GT or GE.
@@ -53,6 +65,15 @@ class Compare(HloOp, opcode="compare"):
 
     def result_type(self, x, y):
         require(x == y, self, (x, y), "operands must have equal shapes and element types")
+        allowed = _allowed_types(x.dtype)
+        require(self.comparison_type in (None, *allowed), self, (x, y),
+                f"comparison_type {self.comparison_type} does not apply to {x.dtype.__name__} "
+                f"(use {' or '.join(allowed)})")
+        # NOTE: XLA's CPU LE/GE of complex numbers are not the spec's lexicographic
+        # order (LT and GT are): rejected rather than wrong.
+        require(not (issubclass(x.dtype, ComplexFloating) and self.direction in ("LE", "GE")),
+                self, (x, y), "LE and GE are not supported for complex operands (use LT, GT "
+                "or EQ)")
         return x.with_dtype(pred)
 
     def attributes(self, operand_types, result_type, ctx):
@@ -62,6 +83,8 @@ class Compare(HloOp, opcode="compare"):
         return attrs_
 
     def reference(self, x, y):
+        if self.comparison_type == "TOTALORDER":
+            x, y = _total_order_key(x), _total_order_key(y)
         return _DIRECTIONS[self.direction](x, y)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ElementType, element_type
+from hlodsl.dtypes import ComplexFloating, ElementType, element_type, pred
+from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 
 __all__ = ["Convert"]
@@ -23,6 +24,9 @@ class Convert(HloOp, opcode="convert"):
     new_dtype: type[ElementType] = attrs.field(converter=element_type)
 
     def result_type(self, x):
+        # NOTE: XLA crashes converting complex to pred; compare with 0 instead.
+        require(not (issubclass(x.dtype, ComplexFloating) and self.new_dtype is pred), self, (x,),
+                "complex to pred conversion is not supported (compare with 0 instead)")
         return x.with_dtype(self.new_dtype)
 
     def reference(self, x):

@@ -83,6 +83,12 @@ class Dot(HloOp, opcode="dot"):
         return out
 
     def reference(self, lhs, rhs):
+        lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+        pet = self.preferred_element_type
+        out_dtype = lhs.dtype if pet is None else pet.np_dtype
+        # Accumulate in the result type, as XLA does (einsum has no bfloat16: f32 for it).
+        work = np.float32 if out_dtype.kind == "V" else out_dtype
+        lhs, rhs = lhs.astype(work), rhs.astype(work)
         letters = iter(string.ascii_letters)
         lhs_sub = [next(letters) for _ in range(np.ndim(lhs))]
         rhs_sub = [next(letters) for _ in range(np.ndim(rhs))]
@@ -95,4 +101,4 @@ class Dot(HloOp, opcode="dot"):
             [rhs_sub[d] for d in range(np.ndim(rhs))
              if d not in self.rhs_contracting + self.rhs_batch]
         spec = f"{''.join(lhs_sub)},{''.join(rhs_sub)}->{''.join(out)}"
-        return np.einsum(spec, lhs, rhs)
+        return np.einsum(spec, lhs, rhs).astype(out_dtype)

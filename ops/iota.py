@@ -12,11 +12,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ElementType, element_type
+from hlodsl.dtypes import ElementType, Number, element_type
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import dims
+from ._checks import sizes
 
 __all__ = ["Iota"]
 
@@ -26,10 +26,12 @@ class Iota(HloOp, opcode="iota"):
     """An array of ``shape`` counting up along ``iota_dimension``."""
 
     dtype: type[ElementType] = attrs.field(converter=element_type)
-    shape: tuple[int, ...] = attrs.field(converter=dims)
+    shape: tuple[int, ...] = attrs.field(converter=sizes)
     iota_dimension: int = 0
 
     def __attrs_post_init__(self):
+        if not issubclass(self.dtype, Number):  # XLA has no pred iota
+            raise ValueError(f"{self!r}: dtype must be numeric, got {self.dtype.__name__}")
         if not 0 <= self.iota_dimension < len(self.shape):
             raise ValueError(f"{self!r}: iota_dimension out of range for shape {self.shape}")
 

@@ -16,7 +16,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType
 
-from ._checks import dims_text
+from ._checks import check_one_float_precision, dims_text
 
 __all__ = ["Map"]
 
@@ -34,6 +34,7 @@ class Map(HloOp, opcode="map"):
         require(len(types) >= 1, self, types, "needs at least one operand")
         require(all(t.shape == types[0].shape for t in types), self, types,
                 "all operands must have the same shape")
+        check_one_float_precision(self, types)
         out = self._comp(types).result_type
         require(isinstance(out, ArrayType) and out.shape == (), self, types,
                 f"the computation must return one scalar, it returns {out}")

@@ -21,7 +21,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import check_dims, dims, dims_text
+from ._checks import check_dims, check_one_float_precision, dims, dims_text
 
 __all__ = ["Reduce"]
 
@@ -59,6 +59,7 @@ class Reduce(HloOp, opcode="reduce"):
                     "each initial value must be a scalar of its operand's element type")
         require(all(d < len(shape) for d in self.dimensions), self, types,
                 f"dimensions {self.dimensions} out of range for rank {len(shape)}")
+        check_one_float_precision(self, types)
         scalars = self._scalars(inits)
         comp = stage_computation(self.computation, scalars + scalars)
         expect = scalars[0] if len(scalars) == 1 else TupleType(scalars)

@@ -20,7 +20,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import check_permutation, dims, dims_text
+from ._checks import check_permutation, dims, dims_text, sizes
 
 __all__ = ["Reshape", "Transpose"]
 
@@ -29,7 +29,7 @@ __all__ = ["Reshape", "Transpose"]
 class Reshape(HloOp, opcode="reshape"):
     """The same elements in row-major order, in a new ``shape`` of equal size."""
 
-    shape: tuple[int, ...] = attrs.field(converter=dims)
+    shape: tuple[int, ...] = attrs.field(converter=sizes)
 
     def result_type(self, x):
         require(math.prod(self.shape) == x.size, self, (x,),
