@@ -19,12 +19,14 @@ types) and runs it.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any, ClassVar
 
 import attrs
 
 from .array import Array, Token
-from .errors import internal_classes, staging_error, user_location
+from .errors import internal_classes, require, staging_error, user_location
 from .graph import Builder, current_builder
 from .types import ArrayType, TokenType
 
@@ -115,6 +117,7 @@ class HloOp:
     def stage(self, builder: Builder, args):
         """Record this op applied to ``args`` in ``builder``; returns symbolic result(s)."""
         types = tuple(a.type for a in args)
+        check_arity(self, types)
         rtype = self.result_type(*types)
         node = builder.add(self, tuple(builder.node_of(a) for a in args), rtype, user_location())
         return wrap_node(builder, node)
@@ -159,6 +162,22 @@ class Composite(HloOp):
 
 # A user op's shape rule runs in user code; its frames are not the call site.
 internal_classes.append(HloOp)
+
+
+@functools.cache
+def _shape_rule_signature(cls) -> inspect.Signature:
+    return inspect.signature(cls.result_type)
+
+
+def check_arity(op, types) -> None:
+    """A wrong number of operands is a ShapeError naming the op, not a Python TypeError."""
+    try:
+        _shape_rule_signature(type(op)).bind(op, *types)
+    except TypeError:
+        params = list(_shape_rule_signature(type(op)).parameters.values())[1:]
+        wanted = ", ".join(p.name if p.kind is not p.VAR_POSITIONAL else f"*{p.name}"
+                           for p in params)
+        require(False, op, types, f"takes operands ({wanted}), got {len(types)}")
 
 
 def op_fields(op) -> tuple:

@@ -103,6 +103,20 @@ def _root(b: Builder, nodes: tuple, name: str, force_tuple: bool = False):
 _SUBCOMPUTATIONS: dict[tuple, Computation] = {}
 
 
+def _check_computation_arity(fn, name: str, arg_types: tuple) -> None:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins, plum generics: let the call speak
+        return
+    try:
+        signature.bind(*arg_types)
+    except TypeError:
+        types = ", ".join(str(t) for t in arg_types)
+        raise staging_error(
+            f"the computation {name}{signature} given to an op is called with "
+            f"{len(arg_types)} argument(s) ({types})") from None
+
+
 def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Computation:
     """The sub-computation of ``fn`` applied to symbolic values of ``arg_types``.
 
@@ -121,6 +135,7 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
     name = getattr(fn, "__name__", "computation")
     if name == "<lambda>":
         name = "lambda"
+    _check_computation_arity(fn, name, arg_types)
     with Builder(name) as b:
         params = [wrap_node(b, b.parameter(t)) for t in arg_types]
         out = fn(*params)

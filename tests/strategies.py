@@ -119,11 +119,16 @@ def _float_elements(np_dtype, d: Domain):
     return values
 
 
+def _narrow(a: np.ndarray, np_dtype) -> np.ndarray:
+    with np.errstate(over="ignore"):  # values beyond a narrow type's range become inf
+        return a.astype(np_dtype)
+
+
 def _real(np_dtype, shape, d: Domain):
     np_dtype = np.dtype(np_dtype)
     host = np.float64 if np_dtype.itemsize >= 8 else np.float32
     return hnp.arrays(host, shape, elements=_float_elements(np_dtype, d)).map(
-        lambda a: a.astype(np_dtype))
+        lambda a: _narrow(a, np_dtype))
 
 
 def arrays(dtype, shape, domain: Domain = ANY):

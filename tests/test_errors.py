@@ -126,3 +126,9 @@ def test_bad_static_operands_fail_at_construction():
         ops.Dot(lhs_contracting=(1,), rhs_contracting=())
     with pytest.raises(ValueError, match="direction"):
         ops.Compare("SOMETIMES")
+
+
+def test_a_computation_of_the_wrong_arity_is_named_with_its_signature():
+    x = hd.array(np.ones(2, np.float32))
+    with pytest.raises(hd.StagingError, match=r"lambda\(a, b\) given to an op is called with 1"):
+        ops.Map(lambda a, b: a + b)(x)

@@ -788,8 +788,9 @@ BAD_OPERANDS = [
     (ops.Reduce(_sum_and_max, (0,)), "f16[3] f32[3] f16[] f32[]"),  # mixed float precisions
     (ops.Map(_mul_add), "f32[3] f32[4]"),
     (ops.Map(_scale), "f16[3] f32[3]"),
-    # blocked: a wrong number of operands (Exp()(x, x), Iota(...)(x)) raises a bare Python
-    # TypeError from result_type's signature, not a ShapeError naming the op (hlodsl/op.py).
+    (ops.Exp(), "f32[3] f32[3]"),  # a wrong number of operands
+    (ops.Iota(hd.int32, (2,)), "f32[2]"),
+    (ops.Add(), "f32[2]"),
 ]
 
 
