@@ -11,7 +11,8 @@ from . import operators  # noqa: F401  (installs Array's operators and methods)
 from .broadcasting import broadcast, broadcast_arrays, broadcast_shapes, broadcast_to  # noqa: F401
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
-from .indexing import getitem  # noqa: F401  (installs x[...], iter(x) and x.at on Array)
+from .index_update import IndexUpdate  # noqa: F401  (installs x.at on Array)
+from .indexing import getitem  # noqa: F401  (installs x[...] and iter(x) on Array)
 from .linalg import matmul, matrix_transpose  # noqa: F401
 from .manipulation import *  # noqa: F401,F403
 from .promotion import result_dtype  # noqa: F401

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import hlodsl as hd
-from hlodsl.stdlib.indexing import IndexUpdate, getitem
+from hlodsl.stdlib.index_update import IndexUpdate
+from hlodsl.stdlib.indexing import getitem
 
 SETTINGS = settings(max_examples=40, deadline=None)
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
