@@ -209,6 +209,9 @@ def wrap_node(builder: Builder, node):
 # -- eager execution: one cached one-op module per (op, operand types) ---------
 
 _EAGER: dict[tuple, object] = {}
+# Ops holding a fresh lambda make a new key on every call; the oldest entries
+# go first so a loop of such calls cannot grow the cache without bound.
+EAGER_CACHE_SIZE = 4096
 
 
 def _eager(op: HloOp, args):
@@ -216,6 +219,8 @@ def _eager(op: HloOp, args):
     entry = _EAGER.get(key)
     if entry is None:
         entry = _EAGER[key] = _compile_eager(op, key[1])
+        while len(_EAGER) > EAGER_CACHE_SIZE:
+            del _EAGER[next(iter(_EAGER))]
     for a in args:
         if a._buf is None:
             raise staging_error(

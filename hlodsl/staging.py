@@ -101,6 +101,7 @@ def _root(b: Builder, nodes: tuple, name: str, force_tuple: bool = False):
 
 
 _SUBCOMPUTATIONS: dict[tuple, Computation] = {}
+SUBCOMPUTATION_CACHE_SIZE = 4096
 
 
 def _check_computation_arity(fn, name: str, arg_types: tuple) -> None:
@@ -150,4 +151,6 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
                      force_tuple=tuple_result or isinstance(out, (tuple, list)) and len(leaves) != 1)
     comp = b.finish(root)
     _SUBCOMPUTATIONS[key] = comp
+    while len(_SUBCOMPUTATIONS) > SUBCOMPUTATION_CACHE_SIZE:  # oldest first, as the eager cache
+        del _SUBCOMPUTATIONS[next(iter(_SUBCOMPUTATIONS))]
     return comp
