@@ -14,6 +14,7 @@ from hlodsl.dtypes import element_type
 
 from . import elementwise as ew
 from .linalg import matmul, matrix_transpose
+from .manipulation import reshape
 from .reductions import max, mean, min, prod, sum
 
 __all__: list[str] = []
@@ -49,13 +50,7 @@ def _astype(self, dtype):
 
 def _reshape(self, *shape):
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    shape = list(shape)
-    if shape.count(-1) == 1:
-        known = 1
-        for d in shape:
-            known *= d if d != -1 else 1
-        shape[shape.index(-1)] = self.size // known if known else 0
-    return ops.Reshape(tuple(shape))(self)
+    return reshape(self, shape)
 
 
 def _transpose(self, *axes):
