@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from hlodsl import ops
 from hlodsl.array import Array
-from hlodsl.dtypes import element_type
 
 from . import elementwise as ew
+from .data_types import astype
 from .linalg import matmul, matrix_transpose
 from .manipulation import reshape
 from .reductions import max, mean, min, prod, sum
@@ -43,11 +43,6 @@ Array.__invert__ = lambda self: ew.bitwise_invert(self)
 Array.__hash__ = None  # __eq__ is elementwise, so arrays are unhashable (as in numpy)
 
 
-def _astype(self, dtype):
-    dtype = element_type(dtype)
-    return self if self.dtype is dtype else ops.Convert(dtype)(self)
-
-
 def _reshape(self, *shape):
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     return reshape(self, shape)
@@ -58,7 +53,7 @@ def _transpose(self, *axes):
     return ops.Transpose(tuple(axes) or tuple(reversed(range(self.ndim))))(self)
 
 
-Array.astype = _astype
+Array.astype = lambda self, dtype, copy=True: astype(self, dtype, copy=copy)
 Array.reshape = _reshape
 Array.transpose = _transpose
 Array.T = property(lambda self: _transpose(self))

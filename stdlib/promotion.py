@@ -1,19 +1,20 @@
 """Element type promotion and Python-scalar lifting for the stdlib.
 
 Python scalars are weakly typed: ``x + 1`` keeps ``x``'s element type, as in
-the array API standard. Two arrays of different element types promote by
-numpy's table (the full array-API table is the stdlib issue's job).
+the array API standard. Arrays of different element types promote by the
+standard's table (``data_types.result_type``; numpy's rules where the table
+leaves mixed kinds to the implementation).
 """
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 
 from hlodsl import ops
 from hlodsl.array import Array, array
-from hlodsl.dtypes import ComplexFloating, Floating, Integer, element_type, pred
+from hlodsl.dtypes import Integer, element_type
+
+from .data_types import result_type
 
 __all__ = ["ArrayLike", "PyScalar", "result_dtype", "lift", "promote"]
 
@@ -21,40 +22,13 @@ PyScalar = bool | int | float | complex
 ArrayLike = Array | bool | int | float | complex | np.ndarray | np.generic
 
 
-def _weak_kind_ok(dtype, value) -> bool:
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, numbers.Integral):
-        return True
-    if isinstance(value, numbers.Real):
-        return issubclass(dtype, (Floating, ComplexFloating))
-    return issubclass(dtype, ComplexFloating)
-
-
-def _scalar_default(value):
-    if isinstance(value, bool):
-        return pred
-    if isinstance(value, numbers.Integral):
-        return element_type(np.int64)
-    if isinstance(value, numbers.Real):
-        return element_type(np.float64)
-    return element_type(np.complex128)
-
-
 def result_dtype(*xs):
-    """The element type of an elementwise result over arrays and Python scalars."""
-    arrays = [x for x in xs if isinstance(x, (Array, np.ndarray, np.generic))]
-    if not arrays:
-        return element_type(np.result_type(*[_scalar_default(x).np_dtype for x in xs]))
-    dt = element_type(np.result_type(*[_np_dtype(a) for a in arrays]))
-    for x in xs:
-        if isinstance(x, (bool, int, float, complex)) and not _weak_kind_ok(dt, x):
-            dt = element_type(np.result_type(dt.np_dtype, _scalar_default(x).np_dtype))
-    return dt
+    """The element type of an elementwise result over arrays and Python scalars.
 
-
-def _np_dtype(a):
-    return a.dtype.np_dtype if isinstance(a, Array) else np.asarray(a).dtype
+    The array API standard's promotion table (``data_types.result_type``):
+    operators and functions promote exactly as ``xp.result_type`` says.
+    """
+    return result_type(*xs)
 
 
 def lift(x, dtype):
