@@ -24,6 +24,7 @@ from hlodsl.dtypes import (
 )
 
 from .broadcasting import ELEMENTWISE, broadcast_arrays, broadcast_to
+from .elementwise import _generic, _unary  # one way to make an elementwise generic
 from .promotion import ArrayLike, lift
 
 __all__ = [
@@ -58,24 +59,6 @@ def _float(*xs) -> list[Array]:
     if issubclass(xs[0].dtype, Inexact):
         return list(xs)
     return [lift(x, float64) for x in xs]
-
-
-def _generic(name: str, impl, doc: str):
-    impl.__name__ = impl.__qualname__ = name
-    impl.__doc__ = doc
-    fn = dispatch(impl)
-    ELEMENTWISE.add(fn)
-    return fn
-
-
-def _unary(name: str, body, doc: str, inexact: bool = False):
-    def impl(x: ArrayLike):
-        (x,) = broadcast_arrays(x, what=name)
-        if inexact:
-            (x,) = _float(x)
-        return body(x)
-
-    return _generic(name, impl, doc)
 
 
 def _binary(name: str, body, doc: str, inexact: bool = False):
