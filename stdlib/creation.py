@@ -37,7 +37,7 @@ from hlodsl.dtypes import (
 
 from .broadcasting import broadcast_to
 from .manipulation import as_int, as_ints, fail, stack
-from .promotion import ArrayLike, lift, promote
+from .promotion import ArrayLike, lift, promote, truth
 
 __all__ = [
     "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
@@ -107,7 +107,7 @@ def asarray(obj, dtype=None, copy=None):
             raise fail(ValueError, f"asarray: converting {obj.type} to {dt.__name__} needs a "
                                    "copy, but copy=False")
         if dt is pred and issubclass(obj.dtype, ComplexFloating):  # XLA has no such convert
-            return ops.Compare("NE")(obj, _filled(lift(0, obj.dtype), obj.shape))
+            return truth(obj)
         return ops.Convert(dt)(obj)
     if _holds_array(obj):
         out = stack(promote(*[asarray(o) if isinstance(o, (list, tuple)) else o for o in obj]))
@@ -335,7 +335,7 @@ def linspace(start, stop, num, dtype=None, endpoint=True):
     if m < num:
         y = ops.Concatenate(0)(y, array(np.asarray([stop], wd.np_dtype)))
     if issubclass(wd, ComplexFloating) and dt is pred:  # XLA converts no complex to pred
-        return ops.Compare("NE")(y, _filled(lift(0, wd), y.shape))
+        return truth(y)
     if issubclass(dt, Integer) and issubclass(wd, Floating):
         # numpy floors, then casts as C does: out-of-range values wrap through int64
         y = ops.Floor()(y)

@@ -16,7 +16,6 @@ hlodsl.Array[float32, ()](1.)
 
 
 from hlodsl import ops
-from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import Bool, Inexact, Integer, float64
 

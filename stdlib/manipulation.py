@@ -32,11 +32,11 @@ import numpy as np
 from hlodsl import ops
 from hlodsl.array import Array, array
 from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import Bool, element_type
+from hlodsl.dtypes import element_type
 from hlodsl.errors import ShapeError, user_location
 
 from .broadcasting import broadcast_shapes, broadcast_to
-from .promotion import ArrayLike, lift, promote
+from .promotion import ArrayLike, lift, promote, truth
 
 __all__ = [
     "concat", "stack", "reshape", "permute_dims", "expand_dims", "squeeze", "flip", "roll",
@@ -444,9 +444,7 @@ def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike):
         condition, element_type(np.asarray(condition).dtype))
     x1, x2 = promote(x1, x2)
     shape = broadcast_shapes(condition.shape, x1.shape, x2.shape, what="where")
-    if not issubclass(condition.dtype, Bool):
-        zero = broadcast_to(lift(0, condition.dtype), condition.shape)
-        condition = ops.Compare("NE")(condition, zero)
+    condition = truth(condition)
     return ops.Select()(broadcast_to(condition, shape), broadcast_to(x1, shape),
                         broadcast_to(x2, shape))
 

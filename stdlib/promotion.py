@@ -12,11 +12,11 @@ import numpy as np
 
 from hlodsl import ops
 from hlodsl.array import Array, array
-from hlodsl.dtypes import Integer, element_type
+from hlodsl.dtypes import Bool, Integer, element_type
 
 from .data_types import result_type
 
-__all__ = ["ArrayLike", "PyScalar", "result_dtype", "lift", "promote"]
+__all__ = ["ArrayLike", "PyScalar", "result_dtype", "lift", "promote", "truth"]
 
 PyScalar = bool | int | float | complex
 ArrayLike = Array | bool | int | float | complex | np.ndarray | np.generic
@@ -47,3 +47,14 @@ def promote(*xs) -> list[Array]:
     """All operands as arrays of their common element type."""
     dt = result_dtype(*xs)
     return [lift(x, dt) for x in xs]
+
+
+def truth(x: Array) -> Array:
+    """``x != 0`` as a pred array (NaN counts as true); a pred array is returned as is.
+
+    XLA has no complex-to-pred convert, and a comparison is what numpy's
+    ``astype(bool)`` means for every element type, so all callers use this.
+    """
+    if issubclass(x.dtype, Bool):
+        return x
+    return ops.Compare("NE")(x, ops.Broadcast(x.shape)(lift(0, x.dtype)))

@@ -30,7 +30,7 @@ from hlodsl.errors import ShapeError, staging_error
 
 from .indexing import getitem
 from .manipulation import as_int, fail, moveaxis, normalize_axes, normalize_axis
-from .promotion import ArrayLike, lift, promote
+from .promotion import ArrayLike, lift, promote, truth
 from .reductions import sum
 from .statistics import cumulative_sum
 
@@ -291,13 +291,6 @@ def searchsorted(x1: Array, x2: ArrayLike, side: str = "left", sorter=None):
 
 # -- count_nonzero and nonzero ----------------------------------------------------------
 
-def _mask(x: Array) -> Array:
-    """pred: ``x != 0`` (NaN counts as nonzero)."""
-    if x.dtype is pred:
-        return x
-    return ops.Compare("NE")(x, ops.Broadcast(x.shape)(lift(0, x.dtype)))
-
-
 @dispatch
 def count_nonzero(x: Array, axis=None, keepdims: bool = False):
     """The number (int64) of nonzero elements along ``axis`` (``None``: all).
@@ -307,7 +300,7 @@ def count_nonzero(x: Array, axis=None, keepdims: bool = False):
     hlodsl.Array[int64, (2,)]([2, 1])
     """
     axes = normalize_axes(axis, x.ndim, "count_nonzero")
-    return sum(_mask(x), axis=axes, keepdims=keepdims)
+    return sum(truth(x), axis=axes, keepdims=keepdims)
 
 
 @dispatch
@@ -342,7 +335,7 @@ def nonzero(x: Array, size=None):
         return tuple(_full(0, size) for _ in x.shape)
     # The j-th nonzero element's flat position is the number of elements whose
     # running count of nonzeros is at most j (< n exactly when it exists).
-    counts = cumulative_sum(ops.Reshape((n,))(_mask(x)))
+    counts = cumulative_sum(ops.Reshape((n,))(truth(x)))
     shape = (size, n)
     running = ops.Broadcast(shape, (1,))(counts)
     slots = ops.Iota(int64, shape, 0)()

@@ -27,7 +27,7 @@ from hlodsl.dtypes import ComplexFloating, Inexact, element_type, float64, pred
 
 from .elementwise import divide, logical_and, logical_or, multiply, sqrt, subtract
 from .manipulation import fail, normalize_axes, normalize_axis
-from .promotion import lift
+from .promotion import lift, truth
 from .reductions import _accumulator, mapreduce, mean, sum
 
 __all__ = ["var", "std", "all", "any", "cumulative_sum", "cumulative_prod"]
@@ -76,12 +76,6 @@ def std(x: Array, axis=None, correction=0.0, keepdims: bool = False):
 
 # -- all and any -------------------------------------------------------------------
 
-def _truth(x: Array) -> Array:
-    if x.dtype is pred:
-        return x
-    return ops.Compare("NE")(x, ops.Broadcast(x.shape)(lift(0, x.dtype)))
-
-
 @dispatch
 def all(x: Array, axis=None, keepdims: bool = False):
     """Whether every element along ``axis`` is nonzero (pred; true when empty).
@@ -91,7 +85,7 @@ def all(x: Array, axis=None, keepdims: bool = False):
     hlodsl.Array[pred, (2,)]([False,  True])
     """
     axes = normalize_axes(axis, x.ndim, "all")
-    return mapreduce(None, logical_and, _truth(x), axis=axes, init=True, keepdims=keepdims)
+    return mapreduce(None, logical_and, truth(x), axis=axes, init=True, keepdims=keepdims)
 
 
 @dispatch
@@ -103,7 +97,7 @@ def any(x: Array, axis=None, keepdims: bool = False):
     hlodsl.Array[pred, (2,)]([False,  True])
     """
     axes = normalize_axes(axis, x.ndim, "any")
-    return mapreduce(None, logical_or, _truth(x), axis=axes, init=False, keepdims=keepdims)
+    return mapreduce(None, logical_or, truth(x), axis=axes, init=False, keepdims=keepdims)
 
 
 # -- cumulative sums and products --------------------------------------------------
