@@ -36,6 +36,7 @@ from hlodsl.dtypes import (
 )
 
 from .broadcasting import broadcast_to
+from .data_types import scalar_default
 from .manipulation import as_int, as_ints, fail, stack
 from .promotion import ArrayLike, lift, promote, truth
 
@@ -60,14 +61,8 @@ def _scalar_dtype(value):
     """numpy's dtype for a fill value: Python scalars by kind, numpy values by their own."""
     if isinstance(value, (np.ndarray, np.generic)):
         return element_type(value.dtype)
-    if isinstance(value, bool):
-        return pred
-    if isinstance(value, numbers.Integral):
-        return int64
-    if isinstance(value, numbers.Real):
-        return float64
-    if isinstance(value, numbers.Complex):
-        return element_type(np.complex128)
+    if isinstance(value, numbers.Complex):  # bool, int, float, complex
+        return scalar_default(value)
     raise fail(TypeError, f"full: fill_value must be a number or an array, got "
                           f"{type(value).__name__}")
 

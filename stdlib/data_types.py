@@ -111,7 +111,8 @@ def _scalar_fits(dtype, value) -> bool:
     return issubclass(dtype, ComplexFloating)
 
 
-def _scalar_default(value):
+def scalar_default(value):
+    """numpy's default element type of a Python scalar: pred, int64, float64, complex128."""
     if isinstance(value, bool):
         return pred
     if isinstance(value, numbers.Integral):
@@ -139,7 +140,7 @@ def result_type(*arrays_and_dtypes):
     typed = [_dtype(x, "result_type") for x in arrays_and_dtypes
              if not isinstance(x, (bool, int, float, complex))]
     if not typed:  # only Python scalars: their default types
-        typed, scalars = [_scalar_default(scalars[0])], scalars[1:]
+        typed, scalars = [scalar_default(scalars[0])], scalars[1:]
     out = typed[0]
     for t in typed[1:]:
         out = _promote_pair(out, t)
@@ -149,7 +150,7 @@ def result_type(*arrays_and_dtypes):
         if isinstance(s, complex) and issubclass(out, Floating):
             out = complex128 if out is float64 else complex64  # numpy: float32 + 1j
         else:
-            out = _promote_pair(out, _scalar_default(s))
+            out = _promote_pair(out, scalar_default(s))
     return out
 
 
