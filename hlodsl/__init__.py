@@ -19,6 +19,9 @@ from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
+from .autodiff import (  # noqa: F401
+    custom_jvp, custom_vjp, grad, hessian, hvp, jvp, jvp_rule, value_and_grad, vjp, vjp_rule,
+)
 from .replicated import replicated  # noqa: F401
 
 from . import ops, stdlib  # noqa: E402,F401  (the layers above the core)

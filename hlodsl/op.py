@@ -30,9 +30,13 @@ from .errors import internal_classes, require, staging_error, user_location
 from .graph import Builder, current_builder
 from .types import ArrayType, TokenType
 
-__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields"]
+__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "TRACES"]
 
 _REGISTRY: dict[str, type] = {}
+
+#: Active autodiff transformations (``hlodsl.autodiff``), outermost first. Empty
+#: unless a derivative is being taken, so the usual call path pays one check.
+TRACES: list = []
 
 # Concrete Array classes are real subclasses of Array: the C-level check skips
 # plum's parametric __instancecheck__ (a Python call) on this hot path.
@@ -110,6 +114,9 @@ class HloOp:
                     "also accept Python scalars)"
                 )
         builder = current_builder()
+        if TRACES:
+            from .autodiff import observed_call
+            return observed_call(self, builder, args)
         if builder is None:
             return _eager(self, args)
         return self.stage(builder, args)
@@ -130,6 +137,13 @@ class HloOp:
         return f"{type(self).__name__}({fields})"
 
 
+def apply_op(op: HloOp, builder: Builder | None, args):
+    """Run ``op`` on ``args``: eagerly when ``builder`` is None, else record it there."""
+    if builder is None:
+        return _eager(op, args)
+    return op.stage(builder, args)
+
+
 class Composite(HloOp):
     """An op that stages as an expression of other ops instead of one instruction.
 
@@ -148,6 +162,10 @@ class Composite(HloOp):
     >>> Square()(hd.array(np.float32([3])))
     hlodsl.Array[float32, (1,)]([9.])
     """
+
+    #: Derivatives see the ops ``expand`` calls. A composite with its own
+    #: ``vjp_rule`` (one that differentiates better as a unit) sets this False.
+    differentiate_expansion: ClassVar[bool] = True
 
     def expand(self, *args):
         raise NotImplementedError(f"{type(self).__name__} has no expand()")

@@ -115,3 +115,88 @@ class Or(Binary, opcode="or"):
 class Xor(Binary, opcode="xor"):
     kinds = (Bool, Integer)
     numpy = staticmethod(np.bitwise_xor)
+
+
+# -- derivatives (hlodsl.autodiff): cotangents of (x, y) given the result's ct -------
+
+from hlodsl.autodiff import nondifferentiable, vjp_rule  # noqa: E402
+
+from ._ad import div, full_like, mul, neg  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Add, ct, out, x, y):
+    return ct, ct
+
+
+@vjp_rule.dispatch
+def _(op: Subtract, ct, out, x, y):
+    return ct, neg(ct)
+
+
+@vjp_rule.dispatch
+def _(op: Multiply, ct, out, x, y):
+    return mul(ct, y), mul(ct, x)
+
+
+@vjp_rule.dispatch
+def _(op: Divide, ct, out, x, y):
+    ct_x = div(ct, y)
+    return ct_x, neg(mul(ct_x, out))
+
+
+@vjp_rule.dispatch
+def _(op: Power, ct, out, x, y):
+    # d/dx x^y = y x^(y-1); d/dy x^y = log(x) x^y, taken as 0 where x == 0 (as jax does).
+    from .compare import Compare, Select
+    from .unary import Log
+
+    one = full_like(y, 1)
+    ct_x = mul(ct, mul(y, Power()(x, Subtract()(y, one))))
+    zero = full_like(x, 0)
+    is_zero = Compare("EQ")(x, zero)
+    safe_x = Select()(is_zero, full_like(x, 1), x)
+    ct_y = mul(ct, Select()(is_zero, zero, mul(Log()(safe_x), out)))
+    return ct_x, ct_y
+
+
+def _pick(op, ct, x, y, direction):
+    # Where x wins ct goes to x, where y wins to y; ties split it evenly (as jax does).
+    from .compare import Compare, Select
+
+    zero, half, one = full_like(x, 0), full_like(x, 0.5), full_like(x, 1)
+    wins = Compare(direction)(x, y)
+    tie = Compare("EQ")(x, y)
+    share = Select()(wins, one, Select()(tie, half, zero))
+    return mul(ct, share), mul(ct, Subtract()(one, share))
+
+
+@vjp_rule.dispatch
+def _(op: Maximum, ct, out, x, y):
+    return _pick(op, ct, x, y, "GT")
+
+
+@vjp_rule.dispatch
+def _(op: Minimum, ct, out, x, y):
+    return _pick(op, ct, x, y, "LT")
+
+
+@vjp_rule.dispatch
+def _(op: Atan2, ct, out, x, y):
+    # atan2(x, y): d/dx = y / (x^2 + y^2), d/dy = -x / (x^2 + y^2).
+    denom = Add()(mul(x, x), mul(y, y))
+    scaled = div(ct, denom)
+    return mul(scaled, y), neg(mul(scaled, x))
+
+
+@vjp_rule.dispatch
+def _(op: Remainder, ct, out, x, y):
+    # fmod(x, y) = x - trunc(x / y) y.
+    from .unary import Abs, Floor, Sign
+
+    q = div(x, y)
+    trunc = mul(Sign()(q), Floor()(Abs()(q)))
+    return ct, neg(mul(ct, trunc))
+
+
+nondifferentiable(And, Or, Xor)

@@ -54,3 +54,22 @@ class Broadcast(HloOp, opcode="broadcast"):
         for i in order:
             expanded[self.dimensions[i]] = self.shape[self.dimensions[i]]
         return np.broadcast_to(x.reshape(expanded), self.shape)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+from ._ad import sum_dims  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Broadcast, ct, out, x):
+    # Sum over the new dimensions; what remains is in sorted(dimensions) order.
+    summed = sum_dims(ct, tuple(d for d in range(len(op.shape)) if d not in op.dimensions))
+    order = sorted(op.dimensions)
+    perm = tuple(order.index(d) for d in op.dimensions)
+    if perm != tuple(range(len(perm))):
+        from .reshape import Transpose
+        summed = Transpose(perm)(summed)
+    return (summed,)

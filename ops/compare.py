@@ -101,3 +101,18 @@ class Select(HloOp, opcode="select"):
 
     def reference(self, p, t, f):
         return np.where(p, t, f)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import nondifferentiable, vjp_rule  # noqa: E402
+
+nondifferentiable(Compare)
+
+
+@vjp_rule.dispatch
+def _(op: Select, ct, out, p, t, f):
+    from ._ad import full_like
+
+    zero = full_like(ct, 0)
+    return None, Select()(p, ct, zero), Select()(p, zero, ct)

@@ -31,3 +31,20 @@ class Convert(HloOp, opcode="convert"):
 
     def reference(self, x):
         return np.asarray(x).astype(self.new_dtype.np_dtype)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.dtypes import Inexact  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Convert, ct, out, x):
+    # Back to the operand's type; integer and bool operands take no cotangent.
+    if not issubclass(x.dtype, Inexact) or not issubclass(out.dtype, Inexact):
+        return (None,)
+    if issubclass(ct.dtype, ComplexFloating) and not issubclass(x.dtype, ComplexFloating):
+        from .complex_parts import Real
+        ct = Real()(ct)
+    return (Convert(x.dtype)(ct),)

@@ -102,3 +102,54 @@ class Dot(HloOp, opcode="dot"):
              if d not in self.rhs_contracting + self.rhs_batch]
         spec = f"{''.join(lhs_sub)},{''.join(rhs_sub)}->{''.join(out)}"
         return np.einsum(spec, lhs, rhs).astype(out_dtype)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+def _dot_transpose(op: Dot, ct, other, mine_rank, mine_c, mine_b, other_c, other_b,
+                   ct_free_mine, ct_free_other):
+    """Cotangent of one Dot operand ("mine") from ct and the other operand.
+
+    ct's dimensions are batch, lhs free, rhs free; contracting ct's "other"
+    free dimensions with the other operand's free dimensions (batched over the
+    batch dimensions) gives batch + my free + my contracting dims (in the order
+    of the other's contracting dims sorted), which a transpose puts back.
+    """
+    from .convert import Convert
+    from .reshape import Transpose
+
+    other_free = tuple(d for d in range(other.ndim) if d not in other_c + other_b)
+    nb = len(mine_b)
+    if ct.dtype is not other.dtype:  # preferred_element_type: work in ct's type
+        other = Convert(ct.dtype)(other)
+    res = Dot(lhs_contracting=ct_free_other, rhs_contracting=other_free,
+              lhs_batch=tuple(range(nb)), rhs_batch=other_b)(ct, other)
+    mine_free = tuple(d for d in range(mine_rank) if d not in mine_c + mine_b)
+    other_rest = sorted(other_c)  # the other's dims left in res, ascending
+    order = list(mine_b) + list(mine_free) + [mine_c[other_c.index(d)] for d in other_rest]
+    perm = tuple(order.index(d) for d in range(mine_rank))
+    if perm != tuple(range(mine_rank)):
+        res = Transpose(perm)(res)
+    return res
+
+
+@vjp_rule.dispatch
+def _(op: Dot, ct, out, lhs, rhs):
+    from .convert import Convert
+
+    nb = len(op.lhs_batch)
+    n_lf = lhs.ndim - len(op.lhs_contracting) - nb
+    ct_lhs_free = tuple(range(nb, nb + n_lf))
+    ct_rhs_free = tuple(range(nb + n_lf, ct.ndim))
+    ct_lhs = _dot_transpose(op, ct, rhs, lhs.ndim, op.lhs_contracting, op.lhs_batch,
+                            op.rhs_contracting, op.rhs_batch, ct_lhs_free, ct_rhs_free)
+    ct_rhs = _dot_transpose(op, ct, lhs, rhs.ndim, op.rhs_contracting, op.rhs_batch,
+                            op.lhs_contracting, op.lhs_batch, ct_rhs_free, ct_lhs_free)
+    if ct_lhs.dtype is not lhs.dtype:
+        ct_lhs = Convert(lhs.dtype)(ct_lhs)
+    if ct_rhs.dtype is not rhs.dtype:
+        ct_rhs = Convert(rhs.dtype)(ct_rhs)
+    return ct_lhs, ct_rhs

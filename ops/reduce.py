@@ -73,3 +73,63 @@ class Reduce(HloOp, opcode="reduce"):
         scalars = self._scalars(self._split(operand_types)[1])
         comp = stage_computation(self.computation, scalars + scalars)
         return [f"dimensions={dims_text(self.dimensions)}", f"to_apply={ctx.computation(comp)}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+def reduction_kind(op: Reduce, dtype) -> str | None:
+    """'add', 'max', 'min' or 'mul' when ``op.computation`` is that one binary op, else None."""
+    from .binary import Add, Maximum, Minimum, Multiply
+
+    scalar = ArrayType(dtype, ())
+    comp = stage_computation(op.computation, (scalar, scalar))
+    root = comp.root
+    if len(comp.nodes) != 3 or set(root.operands) != set(comp.params):
+        return None
+    kinds = {Add: "add", Maximum: "max", Minimum: "min", Multiply: "mul"}
+    return kinds.get(type(root.op))
+
+
+@vjp_rule.dispatch
+def _(op: Reduce, ct, out, *args):
+    from .broadcast import Broadcast
+    from .compare import Compare, Select
+    from ._ad import div, full_like, mul, sum_dims
+
+    n = len(args) // 2
+    if n != 1:
+        raise NotImplementedError(
+            f"no derivative rule for the variadic {op!r} ({n} operands): only the "
+            "value results of sum, max, min and product reductions are differentiated")
+    x, init = args
+    kind = reduction_kind(op, x.dtype)
+    kept = tuple(d for d in range(x.ndim) if d not in op.dimensions)
+    spread = Broadcast(x.shape, kept)
+    if kind == "add":
+        return spread(ct), sum_dims(ct, tuple(range(ct.ndim)))
+    if kind in ("max", "min"):
+        # The cotangent is shared equally among the elements equal to the result.
+        hit = Compare("EQ")(x, spread(out))
+        ones = Select()(hit, full_like(x, 1), full_like(x, 0))
+        count = sum_dims(ones, op.dimensions)
+        return mul(spread(div(ct, count)), ones), None
+    if kind == "mul":
+        # d out / d x_i = product of the others: out / x_i with no zero in the group;
+        # with exactly one zero, the product of the non-zeros at that zero; else 0.
+        zero, one = full_like(x, 0), full_like(x, 1)
+        is_zero = Compare("EQ")(x, zero)
+        nonzero_prod = Reduce(op.computation, op.dimensions)(Select()(is_zero, one, x),
+                                                            full_like(init, 1))
+        zeros = sum_dims(Select()(is_zero, one, zero), op.dimensions)
+        p, z = spread(nonzero_prod), spread(zeros)
+        none = Compare("EQ")(z, zero)
+        single = Compare("EQ")(z, one)
+        d = Select()(none, div(p, Select()(is_zero, one, x)),
+                     Select()(single, Select()(is_zero, p, zero), zero))
+        return mul(spread(ct), d), None
+    raise NotImplementedError(
+        f"no derivative rule for {op!r}: its computation is not a single add, maximum, "
+        "minimum or multiply of its two parameters")

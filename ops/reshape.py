@@ -59,3 +59,19 @@ class Transpose(HloOp, opcode="transpose"):
 
     def reference(self, x):
         return np.transpose(x, self.permutation)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Reshape, ct, out, x):
+    return (Reshape(x.shape)(ct),)
+
+
+@vjp_rule.dispatch
+def _(op: Transpose, ct, out, x):
+    inverse = tuple(sorted(range(len(op.permutation)), key=op.permutation.__getitem__))
+    return (Transpose(inverse)(ct),)

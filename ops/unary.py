@@ -156,3 +156,43 @@ class IsFinite(Unary, opcode="is-finite"):
 
     def result_type(self, x):
         return super().result_type(x).with_dtype(pred)
+
+
+# -- derivatives (hlodsl.autodiff): the operand's cotangent given the result's ct -------
+
+from hlodsl.autodiff import nondifferentiable, register_rule, vjp_rule  # noqa: E402
+
+from ._ad import add, div, full_like, mul, neg, sub  # noqa: E402
+
+
+def _rule(cls, derivative):
+    """Register ``ct * derivative(x, out)`` as ``cls``'s rule (one line per op below)."""
+
+    def rule(op, ct, out, x):
+        return (mul(ct, derivative(x, out)),)
+
+    register_rule(vjp_rule, cls, rule)
+
+
+_rule(Abs, lambda x, out: Sign()(x))
+_rule(Exp, lambda x, out: out)
+_rule(Expm1, lambda x, out: add(out, full_like(out, 1)))
+_rule(Log, lambda x, out: div(full_like(x, 1), x))
+_rule(Log1p, lambda x, out: div(full_like(x, 1), add(x, full_like(x, 1))))
+_rule(Logistic, lambda x, out: mul(out, sub(full_like(out, 1), out)))
+_rule(Sqrt, lambda x, out: div(full_like(out, 0.5), out))
+_rule(Rsqrt, lambda x, out: mul(full_like(x, -0.5), div(out, x)))
+_rule(Cbrt, lambda x, out: div(full_like(out, 1 / 3), mul(out, out)))
+_rule(Tanh, lambda x, out: sub(full_like(out, 1), mul(out, out)))
+_rule(Sine, lambda x, out: Cosine()(x))
+_rule(Cosine, lambda x, out: neg(Sine()(x)))
+_rule(Tan, lambda x, out: add(full_like(out, 1), mul(out, out)))
+
+
+@vjp_rule.dispatch
+def _(op: Negate, ct, out, x):
+    return (neg(ct),)
+
+
+# Piecewise constant: the derivative is zero wherever it exists (as in jax).
+nondifferentiable(Sign, Floor, Ceil, RoundNearestEven, Not, IsFinite)
