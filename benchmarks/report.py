@@ -11,6 +11,8 @@ _SCALE = {"µs": 1e6, "ms": 1e3, "s": 1.0}
 
 
 def _fmt(seconds: float, unit: str) -> str:
+    if unit not in _SCALE:  # a count (instructions, bytes), not a time
+        return f"{seconds:.0f} {unit}"
     v = seconds * _SCALE[unit]
     return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
 

@@ -338,7 +338,8 @@ def _as_leaves(what: str, value, role: str) -> tuple[list, object]:
             raise TypeError(f"{what}: {role} leaf {i} is a token; tokens have no derivative")
         if not _differentiable(x):
             raise TypeError(
-                f"{what}: {role} leaf {i} has type {x.type}: derivatives are taken with "
+                f"{what}: {role} leaf {i} has type {x.type} ({x.dtype.__name__}): "
+                "derivatives are taken with "
                 "respect to floating-point (or complex) arrays only; pass integer and "
                 "boolean values as non-differentiated arguments (argnums)")
     return leaves, tree
@@ -357,7 +358,11 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     >>> pullback(hd.array(1.0))
     (hlodsl.Array[float64, ()](3.), hlodsl.Array[float64, ()](2.))
     """
-    leaves, tree = _as_leaves("vjp", primals, "primal")
+    return _vjp(f, primals, has_aux, "vjp")
+
+
+def _vjp(f: Callable, primals: tuple, has_aux: bool, what: str):
+    leaves, tree = _as_leaves(what, primals, "primal")
     with Tape() as tape:
         inputs = [_alias(x) for x in leaves]
         for x in inputs:
@@ -418,7 +423,7 @@ def value_and_grad(f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: boo
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
         g, diff = _argnums_call(f, args, kwargs, argnums)
-        res = vjp(g, *diff, has_aux=has_aux)
+        res = _vjp(g, diff, has_aux, f"grad of {getattr(f, '__name__', 'a function')!r}")
         out, pullback = res[0], res[1]
         if not (isinstance(out, Array) and out.shape == () and _differentiable(out)):
             got = out.type if isinstance(out, Array) else type(out).__name__

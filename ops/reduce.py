@@ -112,8 +112,9 @@ def _(op: Reduce, ct, out, *args):
         return spread(ct), sum_dims(ct, tuple(range(ct.ndim)))
     if kind in ("max", "min"):
         # The cotangent is shared equally among the elements equal to the result.
-        hit = Compare("EQ")(x, spread(out))
-        ones = Select()(hit, full_like(x, 1), full_like(x, 0))
+        from .convert import Convert
+
+        ones = Convert(x.dtype)(Compare("EQ")(x, spread(out)))
         count = sum_dims(ones, op.dimensions)
         return mul(spread(div(ct, count)), ones), None
     if kind == "mul":
