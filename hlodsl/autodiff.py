@@ -46,7 +46,7 @@ from .tree import flatten, unflatten
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "vjp_rule", "jvp_rule",
-    "nondifferentiable", "register_rule", "custom_vjp", "custom_jvp", "zeros_like_array",
+    "nondifferentiable", "register_rule", "rule_classes", "has_derivative", "custom_vjp", "custom_jvp", "zeros_like_array",
 ]
 
 
@@ -106,6 +106,20 @@ def nondifferentiable(*op_classes: type) -> None:
 
         register_rule(vjp_rule, cls, rule)
         register_rule(jvp_rule, cls, forward)
+
+
+def rule_classes(generic=None) -> set[type]:
+    """The op classes ``generic`` (default: ``vjp_rule``) has a method of their own for."""
+    generic = vjp_rule if generic is None else generic
+    return {m.signature.types[0] for m in generic.methods} - {HloOp}
+
+
+def has_derivative(op_class: type) -> bool:
+    """Whether ``op_class`` (or a base of it) has a vjp or jvp rule, or is nondifferentiable."""
+    if issubclass(op_class, Composite) and op_class.differentiate_expansion:
+        return True
+    known = rule_classes(vjp_rule) | rule_classes(jvp_rule)
+    return any(issubclass(op_class, k) for k in known if isinstance(k, type))
 
 
 def register_rule(generic, op_class: type, fn: Callable) -> None:

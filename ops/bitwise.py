@@ -100,3 +100,11 @@ class PopulationCount(Unary, opcode="popcnt"):
 
     kinds = (Integer,)
     numpy = staticmethod(_popcnt)
+
+
+# -- derivatives (hlodsl.autodiff): integer ops carry none ------------------------
+
+from hlodsl.autodiff import nondifferentiable  # noqa: E402
+
+nondifferentiable(ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, CountLeadingZeros,
+                  PopulationCount)

@@ -122,3 +122,18 @@ class Acosh(_Composite, opcode="acosh"):
     def expand(self, x):
         big = b.Add()(u.Log()(x), _c(np.log(2), x))
         return Select()(_large(x, x), big, _log1p_sqrt(x, b.Subtract()(x, _c(1, x))))
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# The composites are differentiated through their expansions; erf is one instruction.
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+from ._ad import full_like, mul  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Erf, ct, out, x):
+    # d/dx erf(x) = 2 / sqrt(pi) * exp(-x^2)
+    slope = mul(full_like(x, 2 / np.sqrt(np.pi)), u.Exp()(u.Negate()(mul(x, x))))
+    return (mul(ct, slope),)
