@@ -16,10 +16,10 @@ __all__ = ["run", "table", "machine"]
 
 def run(quick: bool = False) -> list[dict]:
     """Measure every case; one dict per row (times in seconds, see ``foundation.row``)."""
-    from . import autodiff, foundation, numpy_workload
+    from . import autodiff, control_flow, foundation, numpy_workload
 
     cfg = settings(quick)
     rows: list[dict] = []
-    for case in foundation.ALL + autodiff.ALL + numpy_workload.ALL:
+    for case in foundation.ALL + autodiff.ALL + control_flow.ALL + numpy_workload.ALL:
         rows.extend(case(cfg))
     return rows

@@ -23,6 +23,7 @@ from .autodiff import (  # noqa: F401
     custom_jvp, custom_vjp, grad, hessian, hvp, jvp, jvp_rule, value_and_grad, vjp, vjp_rule,
 )
 from .replicated import replicated  # noqa: F401
+from .control import cond, fori_loop, scan, switch, while_loop  # noqa: F401
 
 from . import ops, stdlib  # noqa: E402,F401  (the layers above the core)
 

@@ -53,8 +53,12 @@ def current_builder() -> Builder | None:
 class Builder:
     """Records the nodes of one computation; used as a context manager."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, capture=None):
         self.name = name
+        #: ``capture(x) -> Node | None``, asked about a concrete array or a symbolic
+        #: array of an enclosing computation before the default (a constant, or an
+        #: error): hlodsl.control makes such arrays extra operands of its ops.
+        self.capture = capture
         self.nodes: list[Node] = []
         self.params: list[Node] = []
         self.param_names: list[str] = []
@@ -93,19 +97,23 @@ class Builder:
     def node_of(self, x) -> Node:
         """The node for an array operand: its own node, or a constant for concrete data."""
         node = x._node
+        if node is not None and node.builder is self:
+            return node
+        if self.capture is not None and (node is None or node.builder in _STACK):
+            captured = self.capture(x)
+            if captured is not None:
+                return captured
         if node is None:
             return self._constant(x)
-        if node.builder is not self:
-            raise staging_error(
-                f"a symbolic array {node.type} from the staged computation "
-                f"'{node.builder.name}' was used inside '{self.name}'. HLO "
-                "sub-computations (of Map, Reduce, Sort, ...) cannot capture values of "
-                "the enclosing program: pass the array as an operand instead"
-                if node.builder in _STACK else
-                f"a symbolic array {node.type} escaped the staging of '{node.builder.name}' "
-                "(it was stored outside the staged function) and cannot be used here"
-            )
-        return node
+        raise staging_error(
+            f"a symbolic array {node.type} from the staged computation "
+            f"'{node.builder.name}' was used inside '{self.name}'. HLO "
+            "sub-computations (of Map, Reduce, Sort, ...) cannot capture values of "
+            "the enclosing program: pass the array as an operand instead"
+            if node.builder in _STACK else
+            f"a symbolic array {node.type} escaped the staging of '{node.builder.name}' "
+            "(it was stored outside the staged function) and cannot be used here"
+        )
 
     def _constant(self, x) -> Node:
         from .structural import Constant

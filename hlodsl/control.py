@@ -1,0 +1,471 @@
+"""Control flow on array values: ``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``.
+
+The combinators of ``jax.lax``, built on the ``Conditional`` and ``While`` ops.
+The Python functions they take are staged into HLO sub-computations, so a loop
+is one ``while`` instruction whatever its trip count. Operands and loop
+carries are structures (tuples, lists, dicts, namedtuples, attrs instances)
+of arrays; Python and numpy scalars in them become arrays as ``np.asarray``
+types them (``1.0`` is float64, ``1`` int64, ``True`` pred).
+
+The functions may close over symbolic arrays of the program being staged
+(``hd.cond(p, lambda: x + 1, lambda: x - 1)`` inside ``hd.compile``): each
+function is staged once to find the arrays it captures, which are then passed
+to the op as extra operands. Concrete arrays they close over become constants.
+
+Called on concrete arrays outside staging, a combinator stages itself as a
+small module, compiles it (cached by the module's text, so a repeated call
+compiles once) and runs it: eager and staged results come from the same HLO.
+Only a *Python* bool predicate (or int index) is resolved in Python, by
+calling the chosen branch.
+
+>>> import numpy as np, hlodsl as hd
+>>> from hlodsl import ops
+>>> x = hd.array(np.float32([1, 2, 3]))
+>>> hd.fori_loop(0, 4, lambda i, acc: ops.Add()(acc, x), x)
+hlodsl.Array[float32, (3,)]([ 5., 10., 15.])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .array import Array
+from .capture import (
+    bind, check_carry, discover, eager, error, flatten_lifting, leaf_paths, name_of, rename,
+    run_eagerly, show, types_of, union,
+)
+from .dtypes import Integer, int32
+from .dtypes import pred as pred_dtype
+from .errors import ShapeError
+from .structural import Constant
+from .tree import LEAF, unflatten
+from .types import ArrayType
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
+
+
+# -- public combinators ---------------------------------------------------------------
+
+
+def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any):
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``, chosen at run time.
+
+    Args:
+        pred: a ``pred[]`` (bool scalar) array, or a Python bool (then the
+            choice is static: the chosen branch is simply called).
+        true_fn, false_fn: functions of the operands; both must return the
+            same structure of arrays with the same element types and shapes.
+        operands: any structures of arrays, passed to the chosen branch.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> x = hd.array(np.float32([1, 2]))
+    >>> f = hd.compile(lambda p, x: hd.cond(p, lambda: x * 2, lambda: -x))
+    >>> f(hd.array(True), x), f(hd.array(False), x)
+    (hlodsl.Array[float32, (2,)]([2., 4.]), hlodsl.Array[float32, (2,)]([-1., -2.]))
+    """
+    _check_callables("cond", true_fn=true_fn, false_fn=false_fn)
+    if isinstance(pred, (bool, np.bool_)):
+        return (true_fn if pred else false_fn)(*operands)
+    if not isinstance(pred, Array):
+        raise error(TypeError, f"cond: the predicate must be a bool scalar array or a Python "
+                               f"bool, got {type(pred).__name__}")
+    if pred.type != ArrayType(pred_dtype, ()):
+        raise error(ShapeError, f"cond: the predicate must be a pred[] (bool scalar) array, "
+                                f"got {pred.type}; compare it (x != 0) or reduce it first")
+    if eager():
+        return run_eagerly(_branches_staged, "cond", "cond", pred,
+                            (true_fn, false_fn), operands)
+    return _branches_staged("cond", pred, (true_fn, false_fn), operands)
+
+
+def switch(index: Any, branches, *operands: Any):
+    """``branches[index](*operands)``, the index clamped to ``[0, len(branches))``.
+
+    As ``jax.lax.switch``: an out-of-range index runs the first or the last
+    branch. A Python int index chooses statically.
+
+    Args:
+        index: an integer scalar array (any integer type), or a Python int.
+        branches: a sequence of functions of the operands, all returning the
+            same structure and types.
+        operands: any structures of arrays, passed to the chosen branch.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> x = hd.array(np.int32([1, 2]))
+    >>> branches = [lambda v: v, lambda v: v * 10, lambda v: -v]
+    >>> run = hd.compile(hd.switch)
+    >>> for i in (-5, 1, 9):
+    ...     print(run(hd.array(np.int32(i)), branches, x))
+    hlodsl.Array[int32, (2,)]([1, 2])
+    hlodsl.Array[int32, (2,)]([10, 20])
+    hlodsl.Array[int32, (2,)]([-1, -2])
+    """
+    if callable(branches) or not hasattr(branches, "__len__"):
+        raise error(TypeError, f"switch: branches must be a sequence of functions, "
+                               f"got {type(branches).__name__}")
+    branches = tuple(branches)
+    if not branches:
+        raise error(ValueError, "switch: needs at least one branch")
+    _check_callables("switch", **{f"branches[{i}]": f for i, f in enumerate(branches)})
+    if _is_static_int(index):
+        return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
+    if not isinstance(index, Array):
+        raise error(TypeError, f"switch: the index must be an integer scalar array or a "
+                               f"Python int, got {type(index).__name__}")
+    if index.shape != () or not issubclass(index.dtype, Integer):
+        raise error(ShapeError, f"switch: the index must be an integer scalar array, "
+                                f"got {index.type}")
+    if eager():
+        return run_eagerly(_branches_staged, "switch", "switch", index, branches, operands)
+    return _branches_staged("switch", index, branches, operands)
+
+
+def while_loop(cond_fn: Callable, body_fn: Callable, init: Any):
+    """``state = init; while cond_fn(state): state = body_fn(state)``, as one HLO loop.
+
+    Args:
+        cond_fn: the state -> a ``pred[]`` scalar array.
+        body_fn: the state -> the next state, with the structure, element
+            types and shapes of ``init``.
+        init: any structure of arrays.
+
+    Returns:
+        The final state, in ``init``'s structure.
+
+    >>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
+    >>> def collatz_steps(n):
+    ...     def step(s):
+    ...         k, n = s
+    ...         odd = (n % 2) == 1
+    ...         return k + 1, hd.cond(odd, lambda: 3 * n + 1, lambda: xp.floor_divide(n, 2))
+    ...     return hd.while_loop(lambda s: s[1] != 1, step, (hd.array(np.int32(0)), n))[0]
+    >>> hd.compile(collatz_steps)(hd.array(np.int32(27)))
+    hlodsl.Array[int32, ()](111)
+    """
+    _check_callables("while_loop", cond_fn=cond_fn, body_fn=body_fn)
+    if eager():
+        return run_eagerly(_while_staged, "while_loop", cond_fn, body_fn, init)
+    return _while_staged(cond_fn, body_fn, init)
+
+
+def fori_loop(lower: Any, upper: Any, body_fn: Callable, init: Any):
+    """``for i in range(lower, upper): carry = body_fn(i, carry)``, as one HLO loop.
+
+    With Python (or numpy) int bounds the trip count is static and the loop
+    is a ``scan`` of known length (``i`` is int32 for Python ints); with an
+    integer scalar array for either bound it is a ``while_loop`` and ``i``
+    has the bounds' element type.
+
+    Args:
+        lower, upper: ints or integer scalar arrays.
+        body_fn: ``(i, carry) -> carry``, keeping ``init``'s structure and types.
+        init: any structure of arrays.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> def power(x, n):       # x ** n by repeated multiplication, n at run time
+    ...     return hd.fori_loop(0, n, lambda i, y: y * x, hd.array(np.float32(1)))
+    >>> hd.compile(power)(hd.array(np.float32(2)), hd.array(np.int32(10)))
+    hlodsl.Array[float32, ()](1024.)
+    """
+    _check_callables("fori_loop", body_fn=body_fn)
+    check = _carry_checker("fori_loop", "body_fn", "init", init)
+    if _is_static_int(lower) and _is_static_int(upper):
+        start = np.asarray(lower, _index_dtype(lower, upper))
+
+        def step(carry, _):
+            i, x = carry
+            return (_add_one(i), check(body_fn(i, x))), None
+
+        rename(step, body_fn)
+
+        (_, out), _ = _scan_impl(step, (start, init), None, max(int(upper) - int(lower), 0),
+                                 False)
+        return out
+    lo, hi = _dynamic_bounds(lower, upper)
+
+    def body(s):
+        i, n, x = s
+        return _add_one(i), n, check(body_fn(i, x))
+
+    def below_upper(s):
+        return _ops().Compare("LT")(s[0], s[1])
+
+    below_upper.__qualname__ = "below_upper"
+
+    return while_loop(below_upper, rename(body, body_fn), (lo, hi, init))[2]
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False):
+    """Loop ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``; stack the ``y``.
+
+    Same semantics as ``jax.lax.scan``: ``xs`` is a structure of arrays
+    sliced along axis 0 (or ``None`` with ``length`` given); the result is
+    ``(final carry, ys)`` where ``ys`` has ``y``'s structure with a leading
+    axis of size ``length``. ``reverse=True`` runs from the last slice to the
+    first and still stores ``y`` of slice ``k`` at ``ys[k]``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> def cumsum(total, x):
+    ...     total = total + x
+    ...     return total, total
+    >>> xs = hd.array(np.float32([1, 2, 3, 4]))
+    >>> hd.compile(lambda xs: hd.scan(cumsum, hd.array(np.float32(0)), xs))(xs)
+    (hlodsl.Array[float32, ()](10.), hlodsl.Array[float32, (4,)]([ 1.,  3.,  6., 10.]))
+    >>> hd.scan(cumsum, hd.array(np.float32(0)), xs, reverse=True)[1]
+    hlodsl.Array[float32, (4,)]([10.,  9.,  7.,  4.])
+    """
+    _check_callables("scan", f=f)
+    if length is not None and (not _is_static_int(length) or int(length) < 0):
+        raise error(ValueError, f"scan: length must be a non-negative Python int, "
+                                f"got {length!r}")
+    return _scan_impl(f, init, xs, None if length is None else int(length), bool(reverse))
+
+
+# -- the one implementation of scan and static-bound fori_loop -----------------------
+
+
+def _scan_impl(f: Callable, init, xs, length: int | None, reverse: bool):
+    """``scan`` on checked static arguments: eager or staged.
+
+    fori_loop with static bounds comes here too (with ``xs=None`` and its trip
+    count as ``length``), so wrapping this one function (e.g. with a custom
+    derivative rule) covers both.
+    """
+    from .op import TRACES
+
+    if TRACES:  # reverse mode: record the scan with its pullback (hlodsl/scan_ad.py)
+        from .scan_ad import scan_with_pullback
+
+        out = scan_with_pullback(_scan_forward, f, init, xs, length, reverse)
+        if out is not None:
+            return out
+    return _scan_forward(f, init, xs, length, reverse)
+
+
+def _scan_forward(f: Callable, init, xs, length: int | None, reverse: bool):
+    if eager():
+        return run_eagerly(_scan_staged, "scan", f, init, xs, length, reverse)
+    return _scan_staged(f, init, xs, length, reverse)
+
+
+def _scan_staged(f, init, xs, length, reverse):
+    ops = _ops()
+    c_leaves, c_tree = flatten_lifting(init)
+    x_leaves, x_tree = flatten_lifting(xs)
+    length = _scan_length(x_leaves, x_tree, length)
+    c_types = types_of(c_leaves)
+    x_types = tuple(ArrayType(t.dtype, t.shape[1:]) for t in types_of(x_leaves))
+    nc, nx = len(c_leaves), len(x_leaves)
+
+    def call(*leaves):
+        return f(unflatten(c_tree, leaves[:nc]), unflatten(x_tree, leaves[nc:]))
+
+    out_tree, out_types, captured = discover(call, name_of(f), c_types + x_types)
+    if not (isinstance(out_tree, tuple) and out_tree[0] in (tuple, list)
+            and len(out_tree[1]) == 2):
+        raise error(ShapeError, f"scan: f must return a pair (carry, y), it returns "
+                                f"{show(out_tree, out_types)}")
+    new_c_tree, y_tree = out_tree[1]
+    check_carry("scan", "f", "init", c_tree, c_types, new_c_tree, out_types[:nc])
+    y_types = out_types[nc:]
+    bufs = [ops.Broadcast((length, *t.shape))(_constant(0, t.dtype)) for t in y_types]
+    if length == 0:
+        return unflatten(c_tree, c_leaves), unflatten(y_tree, bufs)
+    ny = len(y_types)
+
+    def body(state):
+        zero = _constant(0, int32)
+        i, carry = state[0], state[1:1 + nc]
+        xs_now, ys_now = state[1 + nc:1 + nc + nx], state[1 + nc + nx:1 + nc + nx + ny]
+        bind(state[1 + nc + nx + ny:], captured)
+        k = ops.Subtract()(_constant(length - 1, int32), i) if reverse else i
+        x = [ops.Reshape(t.shape)(ops.DynamicSlice((1, *t.shape))(a, k, *[zero] * t.rank))
+             for a, t in zip(xs_now, x_types)]
+        out, _ = flatten_lifting(f(unflatten(c_tree, carry), unflatten(x_tree, x)))
+        ys = [ops.DynamicUpdateSlice()(buf, ops.Reshape((1, *y.shape))(y), k,
+                                       *[zero] * y.ndim)
+              for buf, y in zip(ys_now, out[nc:])]
+        return (_add_one(i), *out[:nc], *xs_now, *ys, *state[1 + nc + nx + ny:])
+
+    def below_length(state):
+        return ops.Compare("LT")(state[0], _constant(length, int32))
+
+    rename(body, f)
+    below_length.__qualname__ = "below_length"
+    state = (_constant(0, int32), *c_leaves, *x_leaves, *bufs, *captured)
+    final = ops.While(below_length, body)(*state)
+    return (unflatten(c_tree, final[1:1 + nc]),
+            unflatten(y_tree, final[1 + nc + nx:1 + nc + nx + ny]))
+
+
+def _scan_length(leaves, tree, length):
+    paths = leaf_paths(tree, "xs")
+    for path, a in zip(paths, leaves):
+        if a.ndim == 0:
+            raise error(ShapeError, f"scan: every array in xs needs a leading axis to scan "
+                                    f"over; {path} is {a.type}")
+    sizes = {a.shape[0] for a in leaves}
+    if len(sizes) > 1:
+        shown = ", ".join(f"{p}: {a.type}" for p, a in zip(paths, leaves))
+        raise error(ShapeError, f"scan: the arrays in xs must have one leading size, "
+                                f"got {shown}")
+    if not sizes:
+        if length is None:
+            raise error(ValueError, "scan: give xs with at least one array, or length")
+        return length
+    (size,) = sizes
+    if length is not None and length != size:
+        raise error(ValueError, f"scan: length={length} but the arrays in xs have leading "
+                                f"size {size}")
+    return size
+
+
+# -- staged implementations of cond/switch and while_loop ------------------------------
+
+
+def _branches_staged(who: str, selector, branches: tuple, operands: tuple):
+    ops = _ops()
+    leaves, tree = flatten_lifting(operands)
+    types = types_of(leaves)
+    names = ("true_fn", "false_fn") if who == "cond" else \
+        tuple(f"branches[{i}]" for i in range(len(branches)))
+    found = [discover(lambda *ls, fn=fn: fn(*unflatten(tree, ls)), name_of(fn), types)
+             for fn in branches]
+    out_tree, out_types, _ = found[0]
+    for name, (t, ty, _) in zip(names[1:], found[1:]):
+        if (t, ty) != (out_tree, out_types):
+            raise error(ShapeError, f"{who}: the branches must return the same structure "
+                                    f"and types: {names[0]} returns "
+                                    f"{show(out_tree, out_types)}, {name} returns "
+                                    f"{show(t, ty)}")
+    if not out_types:  # nothing to choose between
+        return unflatten(out_tree, [])
+    if who == "switch" and len(branches) == 1:
+        return branches[0](*operands)
+    captured = union(*(c for _, _, c in found))
+    n = len(leaves)
+
+    def staged_branch(fn):
+        def branch(operand):
+            bind(operand[n:], captured)
+            out = flatten_lifting(fn(*unflatten(tree, operand[:n])))[0]
+            return out[0] if len(out) == 1 else tuple(out)
+
+        return rename(branch, fn)
+
+    operand = (*leaves, *captured)
+    computations = [staged_branch(fn) for fn in branches]
+    if who == "cond":
+        out = ops.Conditional(*computations)(selector, operand, operand)
+    else:
+        last = len(branches) - 1
+        index = ops.Clamp()(_constant(0, selector.dtype), selector,
+                            _constant(last, selector.dtype))
+        if index.dtype is not int32:
+            index = ops.Convert(int32)(index)
+        out = ops.Conditional(branch_computations=computations)(
+            index, *[operand] * len(branches))
+    return unflatten(out_tree, out if isinstance(out, tuple) else (out,))
+
+
+def _while_staged(cond_fn, body_fn, init):
+    ops = _ops()
+    leaves, tree = flatten_lifting(init)
+    types = types_of(leaves)
+    c_tree, c_types, c_captured = discover(lambda *ls: cond_fn(unflatten(tree, ls)),
+                                            name_of(cond_fn), types)
+    if c_tree is not LEAF or c_types[0] != ArrayType(pred_dtype, ()):
+        raise error(ShapeError, f"while_loop: cond_fn must return a pred[] (bool scalar) "
+                                f"array, it returns {show(c_tree, c_types)}")
+    b_tree, b_types, b_captured = discover(lambda *ls: body_fn(unflatten(tree, ls)),
+                                            name_of(body_fn), types)
+    check_carry("while_loop", "body_fn", "init", tree, types, b_tree, b_types)
+    captured = union(c_captured, b_captured)
+    n = len(leaves)
+
+    def condition(state):
+        bind(state[n:], captured)
+        return flatten_lifting(cond_fn(unflatten(tree, state[:n])))[0][0]
+
+    def body(state):
+        bind(state[n:], captured)
+        out = flatten_lifting(body_fn(unflatten(tree, state[:n])))[0]
+        return (*out, *state[n:])
+
+    rename(condition, cond_fn)
+    rename(body, body_fn)
+    final = ops.While(condition, body)(*leaves, *captured)
+    return unflatten(tree, final[:n])
+
+
+# -- structures, checks and small helpers ---------------------------------------------
+
+
+def _ops():
+    from hlodsl import ops  # core must not import ops at import time
+
+    return ops
+
+
+def _check_callables(who: str, **fns) -> None:
+    for name, fn in fns.items():
+        if not callable(fn):
+            raise error(TypeError, f"{who}: {name} must be a function, "
+                                   f"got {type(fn).__name__}")
+
+
+def _is_static_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _constant(value, dtype) -> Array:
+    return Constant(np.asarray(value, dtype.np_dtype))()
+
+
+def _add_one(i: Array) -> Array:
+    return _ops().Add()(i, _constant(1, i.dtype))
+
+
+def _index_dtype(lower, upper) -> np.dtype:
+    """int32 for Python int bounds, else the numpy bounds' type; int64 where that overflows."""
+    numpy_bounds = [b for b in (lower, upper) if isinstance(b, np.integer)]
+    dtype = np.result_type(*numpy_bounds) if numpy_bounds else np.dtype(np.int32)
+    info = np.iinfo(dtype)
+    fits = all(info.min <= int(b) and int(b) + 1 <= info.max for b in (lower, upper))
+    return dtype if fits else np.dtype(np.int64)
+
+
+def _dynamic_bounds(lower, upper) -> tuple[Array, Array]:
+    arrays = [b for b in (lower, upper) if isinstance(b, Array)]
+    for name, b in (("lower", lower), ("upper", upper)):
+        if isinstance(b, Array):
+            if b.shape != () or not issubclass(b.dtype, Integer):
+                raise error(ShapeError, f"fori_loop: {name} must be an int or an integer "
+                                        f"scalar array, got {b.type}")
+        elif not _is_static_int(b):
+            raise error(TypeError, f"fori_loop: {name} must be an int or an integer scalar "
+                                   f"array, got {type(b).__name__}")
+    dtype = arrays[0].dtype
+    if any(b.dtype is not dtype for b in arrays):
+        raise error(ShapeError, f"fori_loop: lower and upper must have one element type, "
+                                f"got {lower.type} and {upper.type}")
+    lo, hi = (b if isinstance(b, Array) else _constant(b, dtype) for b in (lower, upper))
+    return lo, hi
+
+
+def _carry_checker(who, what, root, init) -> Callable:
+    """Checks a loop body's result against ``init`` (errors named for the caller)."""
+    expected = []
+
+    def check(out):
+        if not expected:  # lifting scalars stages constants: only inside a builder
+            leaves, tree = flatten_lifting(init)
+            expected.append((tree, types_of(leaves)))
+        out_leaves, out_tree = flatten_lifting(out)
+        check_carry(who, what, root, *expected[0], out_tree, types_of(out_leaves))
+        return out
+
+    return check
