@@ -46,7 +46,7 @@ from .tree import flatten, unflatten
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "vjp_rule", "jvp_rule",
-    "nondifferentiable", "register_rule", "rule_classes", "has_derivative", "custom_vjp", "custom_jvp", "zeros_like_array",
+    "nondifferentiable", "register_rule", "link", "rule_classes", "has_derivative", "custom_vjp", "custom_jvp", "zeros_like_array",
 ]
 
 
@@ -316,14 +316,26 @@ def _alias(x: Array) -> Array:
     constant (and nested transformations never confuse their inputs).
     """
     y = Array._from_buffer(x._buf, x.type) if x._buf is not None else Array._from_node(x._node)
+    link(y, x)
+    return y
+
+
+def link(alias: Array, source: Array) -> None:
+    """Make ``alias`` carry ``source``'s derivatives in the active transformations.
+
+    Traces follow Array objects; code that stands one array object for
+    another (a fresh input, a captured closure value bound to an operand)
+    links them so reverse and forward mode see through the substitution.
+    """
+    if not TRACES:
+        return
     builder = current_builder()
     for t in TRACES:
-        if t.active and t.builder is builder and t.sees((x,)):
+        if t.active and t.builder is builder and t.sees((source,)):
             if isinstance(t, Tape):
-                t.record(lambda ct, out: (ct,), (x,), y)
+                t.record(lambda ct, out: (ct,), (source,), alias)
             else:
-                t.set(y, t.tangent(x))
-    return y
+                t.set(alias, t.tangent(source))
 
 
 # -- zeros and checks ----------------------------------------------------------
