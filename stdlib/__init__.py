@@ -15,7 +15,7 @@ from .elementwise import *  # noqa: F401,F403
 from .elementwise_more import *  # noqa: F401,F403
 from .index_update import IndexUpdate  # noqa: F401  (installs x.at on Array)
 from .indexing import getitem  # noqa: F401  (installs x[...] and iter(x) on Array)
-from .linalg import matmul, matrix_transpose  # noqa: F401
+from .linalg import matmul, matrix_transpose, tensordot, vecdot  # noqa: F401  (and xp.linalg)
 from .manipulation import *  # noqa: F401,F403
 from .promotion import result_dtype  # noqa: F401
 from .reductions import max, mapreduce, mean, min, prod, sum  # noqa: F401
