@@ -116,7 +116,7 @@ def loop_eager(cfg: Settings) -> list[dict]:
                 "lax.fori_loop (eager)", t["peer"], unit="ms")]
 
 
-ALL = [loop_percall, loop_compile, loop_eager]
+ALL = (loop_percall, loop_compile, loop_eager)
 
 
 def main(argv=None) -> None:

@@ -24,6 +24,7 @@ from .autodiff import (  # noqa: F401
 )
 from .replicated import replicated  # noqa: F401
 from .control import cond, fori_loop, scan, switch, while_loop  # noqa: F401
+from .flow import convert  # noqa: F401
 
 from . import ops, stdlib  # noqa: E402,F401  (the layers above the core)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 
+from .flow import convert as _convert
 from .graph import current_builder
 from .printer import module_text
 from .runtime import Executable, compile_hlo
@@ -70,9 +71,11 @@ def _wrap(cls, buf):
 class Compiled:
     """A function staged and compiled per signature; call it like the function."""
 
-    def __init__(self, fn, name: str | None = None):
+    def __init__(self, fn, name: str | None = None, convert: bool = True):
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "compiled")
+        self.convert = convert
+        self._staged_fn = None
         functools.update_wrapper(self, fn, updated=())
         # Signatures made only of positional arrays: keyed by the argument
         # classes alone, which already determine element types and shapes.
@@ -83,7 +86,7 @@ class Compiled:
         if current_builder() is not None:
             # Called from inside another staged function: inline it, so nested
             # calls flatten into the enclosing module.
-            return self.fn(*args, **kwargs)
+            return self.staged_fn(*args, **kwargs)
         if not kwargs:
             entry = self._fast.get(tuple(map(type, args)))
             if entry is not None:
@@ -102,8 +105,20 @@ class Compiled:
                 raise TypeError(f"{self.name}: a symbolic array was passed outside staging")
         return entry.run(leaves)
 
+    @property
+    def staged_fn(self):
+        """The function staging runs: ``fn`` with its Python control flow converted.
+
+        See ``hlodsl.flow``: an ``if``/``while``/``for i in range(...)`` on a
+        symbolic array becomes HLO control flow. Converted once, on first use;
+        ``fn`` itself with ``convert=False``.
+        """
+        if self._staged_fn is None:
+            self._staged_fn = _convert(self.fn) if self.convert else self.fn
+        return self._staged_fn
+
     def _compile(self, args, kwargs) -> Entry:
-        return Entry.build(stage(self.fn, args, kwargs, self.name), self.name)
+        return Entry.build(stage(self.staged_fn, args, kwargs, self.name), self.name)
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
@@ -121,15 +136,18 @@ class Compiled:
         return f"<hlodsl.compile({self.name}): {len(self._slow)} signature(s)>"
 
 
-def compile(fn=None, *, name: str | None = None):
+def compile(fn=None, *, name: str | None = None, convert: bool = True):
     """Stage ``fn`` into one HLO module per signature and run it with XLA.
 
     Usable as ``compile(f)`` or as a decorator ``@compile``. Arrays in the
     arguments (also inside tuples, lists, dicts and attrs instances) are
     dynamic; every other argument is static and part of the signature.
+    Python ``if``/``while``/``for i in range(...)`` on symbolic arrays in ``fn``
+    and the functions it calls become HLO control flow (``hlodsl.flow``);
+    ``convert=False`` stages ``fn`` exactly as written.
     """
     if fn is None:
-        return lambda f: Compiled(f, name)
+        return lambda f: Compiled(f, name, convert)
     if isinstance(fn, Compiled):
         return fn
-    return Compiled(fn, name)
+    return Compiled(fn, name, convert)

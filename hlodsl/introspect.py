@@ -48,7 +48,7 @@ class CodeText(str):
 
 
 def _staged(f, args, kwargs):
-    fn = f.fn if isinstance(f, Compiled) else f
+    fn = f.staged_fn if isinstance(f, Compiled) else f
     name = f.name if isinstance(f, Compiled) else getattr(f, "__name__", "f")
     return stage(fn, args, kwargs, name), name
 

@@ -1,0 +1,1285 @@
+"""Python ``if``/``while``/``for`` on symbolic arrays, converted to HLO control flow.
+
+``convert(f)`` rewrites the source of ``f`` (once per function, cached) so that
+each ``if``, ``while`` and ``for i in range(...)`` becomes a call to a helper
+of this module, with the branch or loop body as a nested function that takes
+and returns the variables the statement assigns. At run time the helper looks
+at the condition: a Python value (or a concrete array) runs the Python
+statement as written, so control flow on static values keeps unrolling while
+staging; a symbolic array makes it ``hd.cond``, ``hd.while_loop`` or
+``hd.fori_loop``, with the loop-carried variables inferred. ``hd.compile``
+converts the functions it stages and, through them, the plain Python
+functions they call.
+
+>>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
+>>> def relu_sum(x):
+...     s = xp.sum(x)
+...     if s > 0:
+...         y = x * 2
+...     else:
+...         y = -x
+...     return y
+>>> hd.compile(relu_sum)(hd.array(np.float32([-1, -2])))
+hlodsl.Array[float32, (2,)]([1., 2.])
+>>> "conditional(" in hd.code_hlo(convert(relu_sum), hd.array(np.float32([1, 2])))
+True
+"""
+
+from __future__ import annotations
+
+import __future__
+import ast
+import builtins
+import inspect
+import sys
+import sysconfig
+import textwrap
+import types
+import weakref
+from collections import Counter
+from typing import Callable
+
+import numpy as np
+
+from .array import Array
+from .dtypes import Bool, ComplexFloating, Floating, Integer
+from .dtypes import pred as pred_dtype
+from .errors import ShapeError, StagingError, staging_error
+from .structural import Constant
+from .tree import flatten
+from .types import ArrayType
+
+__all__ = ["convert"]
+
+_FLOW = "_hlodsl_flow"  # the name converted code reaches this module by (a closure cell)
+_PREFIX = "_hlodsl_"  # generated functions and flags
+_FRAME_BUILTINS = {"super", "locals", "globals", "vars", "dir", "eval", "exec"}
+_LIBRARY_DIRS = tuple({p for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                       if (p := sysconfig.get_paths().get(k))})
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+
+
+# -- public API ---------------------------------------------------------------------------
+
+
+def convert(fn: Callable) -> Callable:
+    """``fn`` with its Python control flow on symbolic arrays converted to HLO control flow.
+
+    Returns a function that behaves as ``fn`` on Python values and concrete
+    arrays, and stages an ``if``/``while``/``for i in range(...)`` whose
+    condition or bounds are symbolic arrays into an HLO conditional or while
+    loop. Functions without source (builtins, lambdas, ``exec``-made code),
+    generators and hlodsl's or installed packages' own functions come back
+    unchanged. ``hd.compile`` calls this for you (``convert=False`` opts out).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> def clip_norm(x):
+    ...     n = (x * x).sum()
+    ...     while n > 1:
+    ...         x = x / 2
+    ...         n = (x * x).sum()
+    ...     return x
+    >>> hd.compile(hd.convert(clip_norm))(hd.array(np.float32([3, 4])))
+    hlodsl.Array[float32, (2,)]([0.375, 0.5  ])
+    """
+    if type(fn) is types.MethodType and type(fn.__func__) is types.FunctionType:
+        inner = _converted(fn.__func__)
+        return fn if inner is fn.__func__ else types.MethodType(inner, fn.__self__)
+    if type(fn) is not types.FunctionType:
+        return fn
+    return _converted(fn)
+
+
+def call(fn, /, *args, **kwargs):
+    """Converted code's calls: a user function is converted (once) before it is called."""
+    t = type(fn)
+    if t is types.FunctionType or t is types.MethodType:
+        fn = convert(fn)
+    return fn(*args, **kwargs)
+
+
+_CONVERTED_CODES: set = set()
+_TEMPLATES: dict[types.CodeType, types.CodeType | None] = {}
+_FUNCTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _converted(fn: types.FunctionType) -> types.FunctionType:
+    hit = _FUNCTIONS.get(fn)
+    if hit is None:
+        code = _template(fn)
+        hit = fn if code is None else _instantiate(fn, code)
+        _FUNCTIONS[fn] = hit
+    return hit
+
+
+def _template(fn: types.FunctionType) -> types.CodeType | None:
+    """The converted code object of ``fn``'s code (cached by code), or None to leave it."""
+    code = fn.__code__
+    if code in _CONVERTED_CODES or _library(fn):
+        return None
+    if code in _TEMPLATES:
+        return _TEMPLATES[code]
+    _TEMPLATES[code] = template = _build(fn)
+    return template
+
+
+def _library(fn) -> bool:
+    code = fn.__code__
+    if code.co_name == "<lambda>" or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
+                                                     | inspect.CO_ASYNC_GENERATOR):
+        return True
+    g = fn.__globals__
+    if g.get("__hlodsl_user_code__") or code.co_filename.startswith("<doctest"):
+        return False  # user-style code in a library module, or examples in its docstrings
+    if str(g.get("__name__", "")).partition(".")[0] == "hlodsl":
+        return True
+    return code.co_filename.startswith(_LIBRARY_DIRS)
+
+
+def _build(fn: types.FunctionType) -> types.CodeType | None:
+    code = fn.__code__
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) \
+            or tree.body[0].name != code.co_name or first != code.co_firstlineno:
+        return None  # not this function's source (e.g. the one a functools.wraps wrapper wraps)
+    ast.increment_lineno(tree, first - 1)
+    fdef = tree.body[0]
+    fdef.decorator_list = []
+    _Converter(code.co_filename, fdef.name).function(fdef)
+    parts = fn.__qualname__.split(".")
+    cls = parts[-2] if len(parts) > 1 and parts[-2] != "<locals>" else None
+    inner = fdef if cls is None else \
+        ast.ClassDef(name=cls, bases=[], keywords=[], body=[fdef], decorator_list=[])
+    cells = [v for v in code.co_freevars if not (cls and v == "__class__")] + [_FLOW]
+    factory = ast.FunctionDef(
+        name=f"{_PREFIX}factory", args=_arguments([]), decorator_list=[], returns=None,
+        body=[ast.Assign([ast.Name(v, ast.Store())], ast.Constant(None)) for v in cells]
+        + [inner])
+    module = ast.Module([_at(factory, fdef)], [])
+    ast.fix_missing_locations(module)
+    compiled = compile(module, code.co_filename, "exec",
+                       flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    found = _find_code(compiled, fdef.name)
+    if found is None or not set(found.co_freevars) <= set(code.co_freevars) | {_FLOW}:
+        return None
+    return _finish(found, fdef.name, fdef.name)
+
+
+def _find_code(code: types.CodeType, name: str):
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            if c.co_name == name and c.co_name != f"{_PREFIX}factory":
+                return c
+            hit = _find_code(c, name)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _finish(code: types.CodeType, user: str, qual: str) -> types.CodeType:
+    """Generated functions take the user's function name (tracebacks, error locations)."""
+    generated = code.co_name.startswith(_PREFIX)
+    name = user if generated else code.co_name
+    consts = tuple(_finish(c, name, qual) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    code = code.replace(co_consts=consts, co_name=name,
+                        **({"co_qualname": qual} if generated else {}))
+    _CONVERTED_CODES.add(code)
+    return code
+
+
+def _instantiate(fn: types.FunctionType, code: types.CodeType) -> types.FunctionType:
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    flow = sys.modules[__name__]
+    closure = tuple(cells[v] if v in cells else types.CellType(flow) for v in code.co_freevars)
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__dict__.update(fn.__dict__)
+    for attr in ("__qualname__", "__module__", "__doc__", "__annotations__"):
+        setattr(new, attr, getattr(fn, attr))
+    return new
+
+
+# -- the source transformation ------------------------------------------------------------
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.While, ast.AsyncFor)
+
+
+def _own(nodes, into_loops: bool = True):
+    """The nodes of ``nodes`` in their own scope (nested scopes are yielded, not entered)."""
+    stack = list(nodes) if isinstance(nodes, list) else [nodes]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, _SCOPES) or (not into_loops and isinstance(n, _LOOPS)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _assigned(nodes) -> set[str]:
+    out: set[str] = set()
+    for n in _own(nodes):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.update(a.asname or a.name.split(".")[0] for a in n.names if a.name != "*")
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            out.add(n.rest)
+    return out
+
+
+def _loads(nodes) -> Counter:
+    """Reads of each name, nested scopes included (``x += 1`` reads ``x``)."""
+    c: Counter = Counter()
+    for root in nodes if isinstance(nodes, list) else [nodes]:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                c[n.id] += 1
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                c[n.target.id] += 1
+    return c
+
+
+def _has(nodes, kinds, into_loops: bool = True) -> bool:
+    return any(isinstance(n, kinds) for n in _own(nodes, into_loops))
+
+
+def _deletes(nodes) -> bool:
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del) for n in _own(nodes))
+
+
+def _ends_with_return(block) -> bool:
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _ends_with_return(last.body) \
+        and _ends_with_return(last.orelse)
+
+
+def _tail_returns(block) -> bool:
+    """Every path of ``block`` ends in a ``return``, and it has no other ``return``."""
+    if not block or _has(block[:-1], ast.Return):
+        return False
+    last = block[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _tail_returns(last.body) and _tail_returns(last.orelse)
+
+
+def _normalize(block: list, tail: bool) -> list:
+    """``if c: return a`` + rest -> ``if c: return a`` / ``else: rest``, so both branches return.
+
+    ``tail``: falling off the end of ``block`` returns None from the function.
+    """
+    for i, s in enumerate(block):
+        if not (isinstance(s, ast.If) and _has(s, ast.Return)):
+            continue
+        rest = block[i + 1:]
+        b, e = _ends_with_return(s.body), _ends_with_return(s.orelse)
+        if b and not e:
+            s.orelse = s.orelse + rest
+        elif e and not b:
+            s.body = s.body + rest
+        elif not b and rest:
+            continue  # returns deep inside both branches, code after: left as it is
+        s.body, s.orelse = _normalize(s.body, tail), _normalize(s.orelse, tail)
+        for branch in (s.body, s.orelse):
+            if tail and not _ends_with_return(branch):
+                branch.append(_at(ast.Return(None), branch[-1] if branch else s))
+        return block[:i + 1]
+    return block
+
+
+def _at(node, like):
+    """Generated ``node`` (and its generated parts) at ``like``'s first line, for tracebacks."""
+    line, col = like.lineno, like.col_offset
+    for n in ast.walk(node):
+        if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
+            n.lineno = n.end_lineno = line
+            n.col_offset = n.end_col_offset = col
+    return node
+
+
+def _name(n: str, store: bool = False) -> ast.Name:
+    return ast.Name(n, ast.Store() if store else ast.Load())
+
+
+def _helper(attr: str, *args) -> ast.Call:
+    return ast.Call(ast.Attribute(_name(_FLOW), attr, ast.Load()), list(args), [])
+
+
+def _arguments(names) -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in names], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def _def(name: str, params, body) -> ast.FunctionDef:
+    return ast.FunctionDef(name=name, args=_arguments(params), body=body, decorator_list=[],
+                           returns=None)
+
+
+def _simple_expr(e) -> bool:
+    """Safe to move into a lambda: no walrus, yield, await or zero-argument super()."""
+    for n in ast.walk(e):
+        if isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
+            return False
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                and n.func.id in _FRAME_BUILTINS:
+            return False
+    return True
+
+
+def _thunk(e) -> ast.Lambda:
+    return _at(ast.Lambda(_arguments([]), e), e)
+
+
+def _lower_jumps(block: list, counter: list) -> list:
+    """``break``/``continue`` in loops -> flags in the loop's variables plus guards.
+
+    A loop that contains a ``return`` is left to Python, jumps included.
+    """
+    out = []
+    for s in block:
+        for field in ("body", "orelse", "finalbody"):
+            sub = getattr(s, field, None)
+            if isinstance(sub, list) and not isinstance(s, _SCOPES):
+                setattr(s, field, _lower_jumps(sub, counter))
+        for h in getattr(s, "handlers", ()):
+            h.body = _lower_jumps(h.body, counter)
+        for c in getattr(s, "cases", ()):
+            c.body = _lower_jumps(c.body, counter)
+        if isinstance(s, (ast.While, ast.For)) and not _has(s.body, ast.Return):
+            out.extend(_lower_loop(s, counter))
+        out.append(s)
+    return out
+
+
+def _lower_loop(loop, counter: list) -> list:
+    jumps = [n for n in _own(loop.body, into_loops=False)
+             if isinstance(n, (ast.Break, ast.Continue))]
+    if not jumps:
+        return []
+    counter[0] += 1
+    brk = f"{_PREFIX}break_{counter[0]}" if any(isinstance(j, ast.Break) for j in jumps) else None
+    cont = f"{_PREFIX}continue_{counter[0]}" \
+        if any(isinstance(j, ast.Continue) for j in jumps) else None
+    flags = [f for f in (brk, cont) if f]
+    body, _ = _lower_block(loop.body, brk, cont, flags)
+    if cont:
+        body.insert(0, _at(ast.Assign([_name(cont, True)], ast.Constant(False)), loop))
+    if brk:
+        not_brk = _at(ast.UnaryOp(ast.Not(), _name(brk)), loop)
+        if isinstance(loop, ast.While):
+            loop.test = _at(ast.BoolOp(ast.And(), [not_brk, loop.test]), loop.test)
+        elif not _range_call(loop):
+            body.append(_at(ast.If(_helper("stopped", _name(brk)), [_at(ast.Break(), loop)], []),
+                            loop))
+        if loop.orelse:
+            loop.orelse = [_at(ast.If(not_brk, loop.orelse, []), loop.orelse[0])]
+        loop.hlodsl_break = brk
+    loop.body = body
+    return [_at(ast.Assign([_name(f, True)], ast.Constant(False)), loop) for f in flags]
+
+
+def _lower_block(block, brk, cont, flags) -> tuple[list, bool]:
+    out: list = []
+    for i, s in enumerate(block):
+        if isinstance(s, (ast.Break, ast.Continue)):
+            flag = brk if isinstance(s, ast.Break) else cont
+            out.append(_at(ast.Assign([_name(flag, True)], ast.Constant(True)), s))
+            return out, True
+        jumped = False
+        subs = [("body", s)] if isinstance(s, (ast.With, ast.AsyncWith)) else \
+            [("body", s), ("orelse", s)] if isinstance(s, ast.If) else \
+            [("body", s), ("orelse", s), ("finalbody", s)] + [("body", h) for h in s.handlers] \
+            if isinstance(s, ast.Try) else [("body", c) for c in s.cases] \
+            if isinstance(s, ast.Match) else []
+        for field, owner in subs:
+            new, j = _lower_block(getattr(owner, field), brk, cont, flags)
+            setattr(owner, field, new or [_at(ast.Pass(), s)])
+            jumped |= j
+        out.append(s)
+        if jumped:
+            rest, _ = _lower_block(block[i + 1:], brk, cont, flags)
+            if rest:
+                flag = _name(flags[0]) if len(flags) == 1 else \
+                    ast.BoolOp(ast.Or(), [_name(f) for f in flags])
+                out.append(_at(ast.If(ast.UnaryOp(ast.Not(), flag), rest, []), rest[0]))
+            return out, True
+    return out, False
+
+
+def _range_call(loop) -> bool:
+    it = loop.iter
+    return isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) \
+        and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) \
+        and it.func.id == "range" and 1 <= len(it.args) <= 3 and not it.keywords \
+        and not any(isinstance(a, ast.Starred) for a in it.args)
+
+
+class _Calls(ast.NodeTransformer):
+    """Calls -> ``call(f, ...)``; ``a if t else b`` -> ``if_(t, ...)``."""
+
+    def __init__(self, conv: _Converter):
+        self.conv = conv
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in _FRAME_BUILTINS or \
+                isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                and f.value.id == _FLOW:
+            return node
+        new = ast.Call(ast.Attribute(_name(_FLOW), "call", ast.Load()), [f, *node.args],
+                       node.keywords)
+        return _at(ast.copy_location(new, node), node)
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        if not _simple_expr(node):
+            return node
+        site = self.conv.site("expression", node, (), ())
+        new = _helper("if_", self.conv.test(node.test), _thunk(node.body), _thunk(node.orelse),
+                      ast.Tuple([], ast.Load()), site)
+        return _at(ast.copy_location(new, node), node)
+
+
+class _Converter:
+    """Rewrites the statements of one source function (and the functions nested in it)."""
+
+    def __init__(self, filename: str, user: str):
+        self.file = filename
+        self.user = user
+        self.count = 0
+        self.jumps = [0]
+        self.globals: set[str] = set()
+        self.all_loads: Counter = Counter()
+
+    # -- scopes ---------------------------------------------------------------------
+
+    def function(self, fdef):
+        if _has(fdef.body, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return fdef
+        declared = [n for n in _own(fdef.body) if isinstance(n, (ast.Global, ast.Nonlocal))]
+        hoisted = []
+        for kind in (ast.Global, ast.Nonlocal):  # function-wide: kept at the top
+            names = sorted({x for d in declared if isinstance(d, kind) for x in d.names})
+            if names:
+                hoisted.append(_at(kind(names), fdef))
+        fdef.body = _strip_declarations(fdef.body) or [_at(ast.Pass(), fdef)]
+        outer = self.globals, self.all_loads, self.user
+        self.user = fdef.name
+        self.globals = {x for d in declared if isinstance(d, ast.Global) for x in d.names}
+        fdef.body = _normalize(fdef.body, tail=True)
+        fdef.body = _lower_jumps(fdef.body, self.jumps)
+        self.all_loads = _loads(fdef.body)
+        fdef.body = hoisted + self.block(fdef.body, depth=0)
+        self.globals, self.all_loads, self.user = outer
+        return fdef
+
+    def block(self, stmts, depth: int) -> list:
+        out: list = []
+        for s in stmts:
+            out.extend(self.stmt(s, depth))
+        return out
+
+    def stmt(self, s, depth: int) -> list:
+        if isinstance(s, ast.If):
+            return self.if_stmt(s, depth)
+        if isinstance(s, ast.While):
+            return self.while_stmt(s, depth)
+        if isinstance(s, ast.For):
+            return self.for_stmt(s, depth)
+        if isinstance(s, ast.FunctionDef):
+            return [self.function(s)]
+        if isinstance(s, (ast.AsyncFunctionDef, ast.ClassDef, ast.AsyncFor, ast.AsyncWith)):
+            return [s]
+        if isinstance(s, ast.With):
+            s.items = [self.calls(i) for i in s.items]
+            s.body = self.block(s.body, depth)
+            return [s]
+        if isinstance(s, ast.Try):
+            s.body = self.block(s.body, depth)
+            for h in s.handlers:
+                h.body = self.block(h.body, depth)
+            s.orelse = self.block(s.orelse, depth)
+            s.finalbody = self.block(s.finalbody, depth)
+            return [s]
+        if isinstance(s, ast.Match):
+            s.subject = self.calls(s.subject)
+            for c in s.cases:
+                c.body = self.block(c.body, depth)
+            return [s]
+        return [self.calls(s)]
+
+    # -- expressions ----------------------------------------------------------------
+
+    def calls(self, node):
+        return _Calls(self).visit(node)
+
+    def test(self, e):
+        """``not``/``and``/``or`` in a condition -> helpers that also take symbolic arrays."""
+        if not _simple_expr(e):
+            return self.calls(e)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            return _at(_helper("not_", self.test(e.operand)), e)
+        if isinstance(e, ast.BoolOp):
+            name = "and_" if isinstance(e.op, ast.And) else "or_"
+            return _at(_helper(name, *[_thunk(self.test(v)) for v in e.values]), e)
+        return self.calls(e)
+
+    def site(self, kind: str, node, names, live, extra=None) -> ast.Constant:
+        return ast.Constant((kind, self.file, node.lineno, self.user, tuple(names),
+                             tuple(live), extra))
+
+    def fresh(self, what: str, node) -> str:
+        self.count += 1
+        return f"{_PREFIX}{what}_{node.lineno}_{self.count}"
+
+    def live(self, names, inside) -> list[str]:
+        loads = _loads(inside)
+        return [n for n in names if self.all_loads[n] > loads[n]]
+
+    def load(self, names, depth: int) -> ast.Call:
+        """The current values of ``names`` (an ``Undefined`` for each unbound one)."""
+        args = [ast.Call(_name("locals"), [], []), ast.Constant(tuple(names))]
+        glob = [n for n in names if n in self.globals] if depth == 0 else []
+        if glob:
+            args += [ast.Call(_name("globals"), [], []), ast.Constant(tuple(glob))]
+        return _helper("load", *args)
+
+    def assign(self, names, value, node) -> list:
+        if not names:
+            return [_at(ast.Expr(value), node)]
+        target = ast.Tuple([_name(n, True) for n in names], ast.Store())
+        out = [_at(ast.Assign([target], value), node)]
+        for n in names:  # a variable left unbound by the statement stays unbound
+            out.append(_at(ast.If(_helper("undefined", _name(n)),
+                                  [ast.Delete([ast.Name(n, ast.Del())])], []), node))
+        return out
+
+    def static(self, test, kind: str, node, reason: str):
+        return _at(_helper("static_test", test, self.site(kind, node, (), (), reason)), test)
+
+    # -- statements -----------------------------------------------------------------
+
+    def if_stmt(self, s: ast.If, depth: int) -> list:
+        returning = _has(s, ast.Return)
+        reason = self.if_reason(s, returning)
+        if reason:
+            s.test = self.static(self.test(s.test), "if", s, reason)
+            s.body, s.orelse = self.block(s.body, depth), self.block(s.orelse, depth)
+            return [s]
+        names = sorted(_assigned(s.body + s.orelse))
+        live = ["<return>"] if returning else self.live(names, s)
+        true_name, false_name = self.fresh("if_true", s), self.fresh("if_false", s)
+        branches = []
+        for name, body in ((true_name, s.body), (false_name, s.orelse)):
+            body = self.block(body, depth + 1)
+            if not returning:
+                body.append(_at(ast.Return(self.load(names, depth + 1)), s))
+            branches.append(_at(_def(name, names, body), s))
+        call = _helper("if_", self.test(s.test), _name(true_name), _name(false_name),
+                       self.load(names, depth), self.site("return" if returning else "if",
+                                                          s, names, live))
+        if returning:
+            return [*branches, _at(ast.Return(call), s)]
+        return [*branches, *self.assign(names, call, s)]
+
+    def if_reason(self, s: ast.If, returning: bool) -> str | None:
+        if returning and not (_tail_returns(s.body) and _tail_returns(s.orelse)):
+            return "has a `return` that is not the last statement of both of its branches"
+        if _has(s.body + s.orelse, (ast.Break, ast.Continue), into_loops=False):
+            return "contains a `break` or `continue` of a loop that is left to Python " \
+                   "(one with a `return` in it)"
+        if any(isinstance(x, ast.Raise) for x in s.body + s.orelse):
+            return "raises an exception in a branch"
+        if _deletes(s.body + s.orelse):
+            return "deletes a variable"
+        return None
+
+    def loop_reason(self, loop) -> str | None:
+        if _has(loop.body, ast.Return):
+            return "contains a `return`"
+        if _deletes(loop.body):
+            return "deletes a variable"
+        return None
+
+    def while_stmt(self, s: ast.While, depth: int) -> list:
+        reason = self.loop_reason(s)
+        if reason:
+            s.test = self.static(self.test(s.test), "while loop", s, reason)
+            s.body, s.orelse = self.block(s.body, depth), self.block(s.orelse, depth)
+            return [s]
+        names = sorted(_assigned(s.body))
+        live = self.live(names, [s.test, *s.body])
+        test_name, body_name = self.fresh("while_test", s), self.fresh("while_body", s)
+        test = _at(_def(test_name, names, [_at(ast.Return(self.test(s.test)), s.test)]), s)
+        body = self.block(s.body, depth + 1)
+        body.append(_at(ast.Return(self.load(names, depth + 1)), s))
+        call = _helper("while_", _name(test_name), _name(body_name), self.load(names, depth),
+                       self.site("while loop", s, names, live))
+        return [test, _at(_def(body_name, names, body), s), *self.assign(names, call, s),
+                *self.block(s.orelse, depth)]
+
+    def for_stmt(self, s: ast.For, depth: int) -> list:
+        if not _range_call(s):
+            s.iter = self.calls(s.iter)
+            s.body, s.orelse = self.block(s.body, depth), self.block(s.orelse, depth)
+            return [s]
+        reason = self.loop_reason(s)
+        args = [self.calls(a) for a in s.iter.args]
+        if reason:
+            s.iter = _at(_helper("static_range", _name("range"), ast.Tuple(args, ast.Load()),
+                                 self.site("for loop", s, (), (), reason)), s.iter)
+            s.body, s.orelse = self.block(s.body, depth), self.block(s.orelse, depth)
+            return [s]
+        target = s.target.id
+        names = [target] + sorted(_assigned(s.body) - {target})
+        live = self.live(names, s.body + [s.target])
+        brk = getattr(s, "hlodsl_break", None)
+        body_name = self.fresh("for_body", s)
+        body = self.block(s.body, depth + 1)
+        body.append(_at(ast.Return(self.load(names, depth + 1)), s))
+        extra = names.index(brk) if brk else None
+        call = _helper("for_range", _name("range"), ast.Tuple(args, ast.Load()),
+                       _name(body_name), self.load(names, depth),
+                       self.site("for loop", s, names, live, extra))
+        return [_at(_def(body_name, names, body), s), *self.assign(names, call, s),
+                *self.block(s.orelse, depth)]
+
+
+def _strip_declarations(block: list) -> list:
+    out = []
+    for s in block:
+        if isinstance(s, (ast.Global, ast.Nonlocal)):
+            continue
+        if not isinstance(s, _SCOPES):
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(s, field, None)
+                if isinstance(sub, list):
+                    setattr(s, field, _strip_declarations(sub) or [_at(ast.Pass(), s)])
+            for h in getattr(s, "handlers", ()):
+                h.body = _strip_declarations(h.body) or [_at(ast.Pass(), h)]
+            for c in getattr(s, "cases", ()):
+                c.body = _strip_declarations(c.body) or [_at(ast.Pass(), c)]
+        out.append(s)
+    return out
+
+
+# -- run time: what converted code calls --------------------------------------------------
+
+
+class Undefined:
+    """The value of a variable that is not bound (yet) where converted code reads it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<undefined {self.name}>"
+
+    def _unbound(self, *args, **kwargs):
+        raise UnboundLocalError(f"cannot access local variable '{self.name}' where it is not "
+                                "associated with a value")
+
+
+for _dunder in ("bool", "call", "getitem", "iter", "len", "index", "float", "int", "neg",
+                "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "matmul",
+                "rmatmul", "pow", "lt", "le", "gt", "ge"):
+    setattr(Undefined, f"__{_dunder}__", Undefined._unbound)
+
+
+def undefined(value) -> bool:
+    return type(value) is Undefined
+
+
+def load(scope: dict, names: tuple, global_scope: dict | None = None,
+         global_names: tuple = ()) -> tuple:
+    out = []
+    for n in names:
+        v = (global_scope if n in global_names else scope).get(n, _MISSING)
+        out.append(Undefined(n) if v is _MISSING else v)
+    return tuple(out)
+
+
+_MISSING = object()
+
+
+def _symbolic(x) -> bool:
+    return isinstance(x, Array) and x._buf is None
+
+
+def _ops():
+    from hlodsl import ops  # the core imports ops only at run time
+
+    return ops
+
+
+def _control():
+    from . import control
+
+    return control
+
+
+_WORDS = {"expression": "conditional expression", "if": "if", "return": "if"}
+
+
+def _where(site) -> str:
+    """``the if at file.py:12``: the statement an error is about."""
+    kind, file, line = site[:3]
+    return f"the {_WORDS.get(kind, kind)} at {file.rsplit('/', 1)[-1]}:{line}"
+
+
+def _truth(x, what: str = "a condition") -> Array:
+    """A symbolic array as a ``pred[]`` condition (``x != 0`` for numbers), as Python would."""
+    if x.shape != ():
+        raise staging_error(f"{what} is a symbolic array {x.type}: only a scalar has a truth "
+                            "value (reduce it first, e.g. with xp.any or xp.all)")
+    if x.dtype is pred_dtype:
+        return x
+    return _ops().Compare("NE")(x, _scalar(0, x.dtype))
+
+
+def _scalar(value, dtype) -> Array:
+    return Constant(np.asarray(value, dtype.np_dtype))()
+
+
+def _as_pred(x) -> Array:
+    return _truth(x) if _symbolic(x) else _scalar(bool(x), pred_dtype)
+
+
+def not_(x):
+    """``not x``, for a symbolic ``x`` a ``pred[]`` array."""
+    return _ops().Not()(_truth(x)) if _symbolic(x) else not x
+
+
+def and_(*thunks):
+    """``a and b and ...`` (each operand a thunk): Python's short circuit until one is symbolic."""
+    acc, last = None, None
+    for thunk in thunks:
+        v = thunk()
+        if _symbolic(v):
+            acc = _truth(v) if acc is None else _ops().And()(acc, _truth(v))
+        elif not v:
+            return v if acc is None else False
+        last = v
+    return last if acc is None else acc
+
+
+def or_(*thunks):
+    """``a or b or ...`` (each operand a thunk): Python's short circuit until one is symbolic."""
+    acc, last = None, None
+    for thunk in thunks:
+        v = thunk()
+        if _symbolic(v):
+            acc = _truth(v) if acc is None else _ops().Or()(acc, _truth(v))
+        elif v:
+            return v if acc is None else True
+        last = v
+    return last if acc is None else acc
+
+
+def stopped(flag) -> bool:
+    """A loop's break flag, as far as Python knows: a symbolic flag keeps the loop going."""
+    return not _symbolic(flag) and bool(flag)
+
+
+def static_test(value, site):
+    """The condition of a statement hlodsl leaves to Python: it must not be symbolic."""
+    if _symbolic(value):
+        raise staging_error(
+            f"{_where(site)} {site[6]}, which hlodsl cannot convert to HLO control flow, and "
+            f"its condition is a symbolic array {value.type}, whose value is only known when "
+            "the compiled program runs. Restructure it (see docs/python-control-flow.md), "
+            "or compute the choice with hlodsl.stdlib.where")
+    return value
+
+
+def static_range(rng, args, site):
+    if rng is builtins.range and any(_symbolic(a) for a in args):
+        a = next(a for a in args if _symbolic(a))
+        raise staging_error(
+            f"{_where(site)} {site[6]}, which hlodsl cannot convert to HLO control flow, and "
+            f"its range has a symbolic bound {a.type}, only known when the compiled program "
+            "runs. Restructure it (see docs/python-control-flow.md)")
+    return rng(*args)
+
+
+# -- if ------------------------------------------------------------------------------------
+
+
+def if_(test, true_fn: Callable, false_fn: Callable, values: tuple, site):
+    """A converted ``if``: Python's ``if`` on a Python value, ``hd.cond`` on a symbolic one."""
+    if not _symbolic(test):
+        return (true_fn if test else false_fn)(*values)
+    pred = _truth(test, f"the condition of {_where(site)}")
+    kind, names, live = site[0], site[4], site[5]
+    if kind != "if":  # one result: the value returned, or the expression's value
+        def one(fn):
+            return lambda *vs: (fn(*vs),)
+
+        true_fn, false_fn = one(true_fn), one(false_fn)
+        names, live = ("<return>",), ("<return>",)
+    label = f"{site[3]}_if{site[2]}"
+    outs = [_dry(lambda fn=fn: fn(*values), f"{label}_{side}")
+            for fn, side in ((true_fn, "true"), (false_fn, "false"))]
+    plans = [_merge(n, a, b, n in live, site) for n, a, b in zip(names, *outs)]
+    kept = [i for i, p in enumerate(plans) if p[0] in ("keep", "coerce", "lift")]
+    results = [p[1] if p[0] == "static" else Undefined(n) for n, p in zip(names, plans)]
+    if kept:
+        def branch(fn, side):
+            def run():
+                out = fn(*values)
+                return tuple(_apply(plans[i], side, out[i]) for i in kept)
+
+            run.__name__ = run.__qualname__ = f"{label}_{('true', 'false')[side]}"
+            return run
+
+        got = _control().cond(pred, branch(true_fn, 0), branch(false_fn, 1))
+        for i, v in zip(kept, got):
+            results[i] = v
+    return tuple(results) if kind == "if" else results[0]
+
+
+def _dry(fn: Callable, name: str, in_types: tuple = ()) -> tuple:
+    """Stage ``fn`` once, thrown away, for the values it produces (types, static values)."""
+    from .capture import discover
+
+    rec: list = []
+
+    def run(*params):
+        rec.append(tuple(fn(*params)))
+        return ()
+
+    discover(run, name, in_types)
+    return rec[0]
+
+
+def _is_host(v) -> bool:
+    return isinstance(v, (bool, int, float, complex, np.number, np.bool_, np.ndarray))
+
+
+def _has_arrays(v) -> bool:
+    try:
+        return bool(flatten(v)[0])
+    except TypeError:
+        return False
+
+
+def _kind(dtype) -> int:
+    if issubclass(dtype, Bool):
+        return 0
+    if issubclass(dtype, Integer):
+        return 1
+    if issubclass(dtype, Floating):
+        return 2
+    return 3 if issubclass(dtype, ComplexFloating) else 4
+
+
+_KINDS = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def _host_kind(v) -> int:
+    return _KINDS.get(np.asarray(v).dtype.kind, 4)
+
+
+def _fits(host, t: ArrayType) -> bool:
+    h = np.asarray(host)
+    return _host_kind(host) <= _kind(t.dtype) and \
+        (h.ndim == 0 or np.broadcast_shapes(h.shape, t.shape) == t.shape)
+
+
+def _show(v) -> str:
+    if isinstance(v, Array):
+        return str(v.type)
+    if undefined(v):
+        return "unassigned"
+    return repr(v) if _is_host(v) or not _has_arrays(v) else \
+        f"{type(v).__name__} of arrays " + str([a.type for a in flatten(v)[0]])
+
+
+def _same_static(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 (an == that cannot say)
+        return False
+
+
+def _merge(name: str, a, b, live: bool, site):
+    """How variable ``name`` leaves a symbolic if whose branches give it ``a`` and ``b``."""
+    what = "the value returned" if name == "<return>" else f"variable '{name}'"
+    if undefined(a) or undefined(b):
+        if undefined(a) and undefined(b) or not live:
+            return ("drop",)
+        side = "false" if undefined(a) else "true"
+        raise staging_error(
+            f"{_where(site)}: {what} is assigned only in its {side} branch (and not before "
+            f"the if), but it is used after the if. The condition is a symbolic array, so both "
+            f"branches become one HLO conditional, which must give '{name}' a value either "
+            "way: assign it before the if, or in both branches")
+    if isinstance(a, Array) and isinstance(b, Array):
+        if a.type == b.type:
+            return ("keep",)
+    elif isinstance(a, Array) and _is_host(b) and _fits(b, a.type):
+        return ("coerce", 1, a.type)
+    elif isinstance(b, Array) and _is_host(a) and _fits(a, b.type):
+        return ("coerce", 0, b.type)
+    elif _is_host(a) and _is_host(b):
+        if _same_static(a, b) or isinstance(a, np.ndarray) and isinstance(b, np.ndarray) \
+                and a.dtype == b.dtype and np.array_equal(a, b):
+            return ("static", a)
+        if np.shape(a) == np.shape(b):
+            return ("lift", np.result_type(np.asarray(a), np.asarray(b)))
+    elif not isinstance(a, Array) and not isinstance(b, Array):
+        if _same_static(a, b) and not _has_arrays(a):
+            return ("static", a)
+        if _has_arrays(a) and _has_arrays(b):
+            try:
+                (la, ta), (lb, tb) = flatten(a), flatten(b)
+            except TypeError:
+                pass
+            else:
+                if ta == tb and [x.type for x in la] == [x.type for x in lb]:
+                    return ("keep",)
+    if not live:  # unused after the if: it may simply stay unbound
+        return ("drop",)
+    cls = ShapeError if isinstance(a, Array) or isinstance(b, Array) else StagingError
+    raise cls(_located(
+        f"{_where(site)}: {what} is {_show(a)} in the true branch but {_show(b)} in the "
+        "false branch. The condition is a symbolic array, so both branches become one HLO "
+        "conditional, which gives each variable one element type and shape (only arrays and "
+        "numbers can differ between the branches)"))
+
+
+def _located(message: str) -> str:
+    """``message`` with the user's source line appended, as every hlodsl error has."""
+    return str(staging_error(message))
+
+
+def _apply(plan, side: int, v):
+    if plan[0] == "coerce" and plan[1] == side:
+        return _full(v, plan[2])
+    if plan[0] == "lift":
+        return Constant(np.asarray(v, plan[1]))()
+    return v
+
+
+def _full(host, t: ArrayType) -> Array:
+    """A Python number or numpy array as an array of type ``t`` (a broadcast scalar)."""
+    h = np.asarray(host, t.dtype.np_dtype)
+    if h.ndim:
+        return Constant(np.ascontiguousarray(np.broadcast_to(h, t.shape)))()
+    s = Constant(h)()
+    return _ops().Broadcast(t.shape)(s) if t.shape else s
+
+
+# -- loops ---------------------------------------------------------------------------------
+
+
+def while_(test_fn: Callable, body_fn: Callable, values: tuple, site):
+    """A converted ``while``: a Python loop while the test is a Python value, then HLO."""
+    values = tuple(values)
+    while True:
+        t = test_fn(*values)
+        if _symbolic(t):
+            return _Loop(site, values).run_while(test_fn, body_fn)
+        if not t:
+            return values
+        values = tuple(body_fn(*values))
+
+
+def for_range(rng, args: tuple, body_fn: Callable, values: tuple, site):
+    """A converted ``for target in range(...)``: Python's loop, or HLO for symbolic bounds."""
+    brk = site[6]
+    values = tuple(values)
+    if rng is not builtins.range or not any(_symbolic(a) for a in args):
+        for i in rng(*args):
+            values = tuple(body_fn(i, *values[1:]))
+            if brk is not None and stopped(values[brk]):
+                break
+        return values
+    lo, hi, step, dtype = _range_bounds(args, site)
+    return _Loop(site, values, index=(lo, hi, step, dtype)).run_range(body_fn)
+
+
+def _range_bounds(args, site):
+    where = _where(site)
+    for a in args:
+        if _symbolic(a) and (a.shape != () or not issubclass(a.dtype, Integer)):
+            raise staging_error(f"{where}: range() needs integer scalars, got a symbolic "
+                                f"array {a.type}")
+    bounds = [a if _symbolic(a) else _python_int(a, where) for a in args]
+    lo, hi, step = (0, bounds[0], 1) if len(bounds) == 1 else \
+        (*bounds, 1) if len(bounds) == 2 else bounds
+    if _symbolic(step):
+        raise staging_error(f"{where}: the step of range() must be a Python int when a bound "
+                            f"is a symbolic array, got a symbolic {step.type}")
+    if step == 0:
+        raise ValueError(f"{where}: range() arg 3 must not be zero")
+    dtypes = [b.dtype for b in (lo, hi) if _symbolic(b)]
+    dtype = dtypes[0] if len(set(dtypes)) == 1 else \
+        max(dtypes, key=lambda d: np.dtype(d.np_dtype).itemsize)
+    lo, hi = (_convert_to(b, dtype) for b in (lo, hi))
+    return lo, hi, step, dtype
+
+
+def _python_int(a, where: str) -> int:
+    try:
+        return int(a.__index__())
+    except (AttributeError, TypeError):
+        raise TypeError(f"{where}: '{type(a).__name__}' object cannot be interpreted as an "
+                        "integer") from None
+
+
+def _convert_to(b, dtype):
+    if not _symbolic(b):
+        return b
+    return b if b.dtype is dtype else _ops().Convert(dtype)(b)
+
+
+class _Retype(Exception):
+    """A loop variable that started as a Python number takes another type in the body."""
+
+    def __init__(self, index: int, type_: ArrayType):
+        self.index, self.type = index, type_
+
+
+class _Loop:
+    """Variables of a loop on a symbolic condition: which travel through the HLO while.
+
+    Each variable is *carried* (an array, a Python number lifted to an array, or a
+    structure of arrays), *static* (any other value: it must not change), or
+    *local* (unbound before the loop and not used after it: a temporary of the
+    body). A for loop's target (the first name) is carried only if used after it.
+    """
+
+    def __init__(self, site, values: tuple, index=None):
+        self.site, self.values, self.index = site, values, index
+        self.names, live = site[4], site[5]
+        self.brk = site[6] if site[0] == "for loop" else None
+        self.types: dict[int, ArrayType] = {}  # Python numbers: the type they travel as
+        self.numbers: set[int] = set()
+        self.kinds = []
+        for i, (name, v) in enumerate(zip(self.names, values)):
+            if index is not None and i == 0:
+                self.kinds.append("carry" if name in live else "local")
+            elif undefined(v):
+                if name in live:
+                    raise staging_error(
+                        f"{_where(site)}: variable '{name}' is assigned in the loop and used "
+                        "after it, but it has no value before the loop. The loop runs on a "
+                        "symbolic value, so it becomes one HLO while loop, which needs an "
+                        f"initial value for each variable it carries: assign '{name}' before "
+                        "the loop")
+                self.kinds.append("local")
+            elif isinstance(v, Array) or _has_arrays(v):
+                self.kinds.append("carry")
+            elif _is_host(v):
+                self.kinds.append("carry")
+                self.numbers.add(i)
+            else:
+                self.kinds.append("static")
+        self.carried = [i for i, k in enumerate(self.kinds) if k == "carry"]
+
+    def what(self, i: int) -> str:
+        return f"{_where(self.site)}: variable '{self.names[i]}'"
+
+    # -- the state of the HLO loop ----------------------------------------------------
+
+    def init(self) -> tuple:
+        out = []
+        for i in self.carried:
+            v = self.values[i]
+            if self.index is not None and i == 0:
+                lo, dtype = self.index[0], self.index[3]
+                t = ArrayType(dtype, ())
+                v = _as(lo, dtype) if undefined(v) else _full(v, t) if _is_host(v) else \
+                    v if v.type == t else _ops().Convert(dtype)(v)
+            elif i in self.types:
+                v = _full(v, self.types[i])
+            elif i in self.numbers:
+                v = Constant(np.asarray(v))()
+            out.append(v)
+        return tuple(out)
+
+    def full(self, state, i_value=None) -> tuple:
+        """The values the body sees: the state's arrays, the static values, unbound locals."""
+        vals = list(self.values)
+        for j, i in enumerate(self.carried):
+            vals[i] = state[j]
+        for i, k in enumerate(self.kinds):
+            if k == "local":
+                vals[i] = Undefined(self.names[i])
+        if self.index is not None:
+            vals[0] = i_value
+        return tuple(vals)
+
+    def full_static(self) -> tuple:
+        return tuple(Undefined(n) if k == "local" else v
+                     for n, k, v in zip(self.names, self.kinds, self.values))
+
+    def result(self, final) -> tuple:
+        vals = list(self.full_static())
+        for j, i in enumerate(self.carried):
+            vals[i] = final[j]
+        return tuple(vals)
+
+    def next(self, state, out) -> tuple:
+        """The body's results as the next state; a variable must keep its type."""
+        new = []
+        for j, i in enumerate(self.carried):
+            old, v = state[j], out[i]
+            if isinstance(old, Array) and isinstance(v, Array):
+                if v.type != old.type:
+                    if i in self.numbers and _fits(self.values[i], v.type):
+                        raise _Retype(i, v.type)
+                    raise ShapeError(_located(
+                        f"{self.what(i)} is {old.type} before an iteration and {v.type} after "
+                        "it. The loop runs on a symbolic value, so it becomes one HLO while "
+                        "loop, which keeps the element type and shape of every variable it "
+                        "carries"))
+            elif isinstance(old, Array) and _is_host(v) and _fits(v, old.type):
+                v = _full(v, old.type)
+            elif isinstance(old, Array) or undefined(v) or not _same_structure(old, v):
+                raise ShapeError(_located(
+                    f"{self.what(i)} is {_show(old)} before an iteration and {_show(v)} after "
+                    "it. The loop runs on a symbolic value, so it becomes one HLO while loop, "
+                    "which keeps the structure, element types and shapes of every variable it "
+                    "carries"))
+            new.append(v)
+        for i, k in enumerate(self.kinds):
+            if k == "static" and not _same_static(out[i], self.values[i]):
+                raise staging_error(
+                    f"{self.what(i)} changes from {self.values[i]!r} to {_show(out[i])} in the "
+                    "loop. The loop runs on a symbolic value, so it becomes one HLO while "
+                    "loop, in which only arrays and numbers can change")
+        return tuple(new)
+
+    # -- staging ----------------------------------------------------------------------
+
+    def pretype(self, body: Callable, in_types: tuple = ()) -> None:
+        """Python numbers take the type one iteration gives them (``s = 0.0; s = s + x``)."""
+        if not self.numbers:
+            return
+        out = _dry(body, f"{self.site[3]}_loop{self.site[2]}_types", in_types)
+        for i in self.numbers:
+            v = out[i]
+            if isinstance(v, Array) and _fits(self.values[i], v.type):
+                self.types[i] = v.type
+            elif _is_host(v):
+                dtype = np.result_type(np.asarray(self.values[i]), np.asarray(v))
+                self.types[i] = ArrayType(_element(dtype), np.shape(v))
+
+    def retrying(self, attempt: Callable):
+        for _ in range(len(self.names) + 2):
+            try:
+                return attempt()
+            except _Retype as r:
+                self.types[r.index] = r.type
+        raise staging_error(f"{_where(self.site)}: the types of its variables do not settle")
+
+    def run_while(self, test_fn, body_fn) -> tuple:
+        label = f"{self.site[3]}_while{self.site[2]}"
+        self.pretype(lambda: body_fn(*self.full_static()))
+
+        def cond(state):
+            return _as_pred(test_fn(*self.full(state)))
+
+        def body(state):
+            return self.next(state, tuple(body_fn(*self.full(state))))
+
+        cond.__name__ = cond.__qualname__ = f"{label}_test"
+        body.__name__ = body.__qualname__ = f"{label}_body"
+        return self.retrying(lambda: self.result(
+            _control().while_loop(cond, body, self.init())))
+
+    def run_range(self, body_fn) -> tuple:
+        ops = _ops()
+        lo, hi, step, dtype = self.index
+        label = f"{self.site[3]}_for{self.site[2]}"
+        t = ArrayType(dtype, ())
+        self.pretype(lambda i: body_fn(i, *self.full_static()[1:]), (t,))
+
+        def index(k):
+            if step == 1 and self.brk is None:
+                return k
+            return ops.Add()(_as(lo, dtype), ops.Multiply()(k, _scalar(step, dtype)))
+
+        def body(k, state):
+            i = index(k)
+            return self.next(state, tuple(body_fn(i, *self.full(state, i)[1:])))
+
+        body.__name__ = body.__qualname__ = f"{label}_body"
+        if self.brk is None:
+            if step == 1:
+                lower, upper = lo, hi
+            else:
+                lower, upper = 0, _trip(lo, hi, step, dtype)
+            run = lambda: _control().fori_loop(lower, upper, body, self.init())  # noqa: E731
+            return self.retrying(lambda: self.result(run()))
+        trip = _trip(lo, hi, step, dtype)
+        j = self.carried.index(self.brk) if self.brk in self.carried else None
+
+        def cond(s):
+            going = ops.Compare("LT")(s[0], trip)
+            if j is None:
+                return going
+            return ops.And()(going, ops.Not()(_as_pred(s[1][j])))
+
+        def wbody(s):
+            return ops.Add()(s[0], _scalar(1, dtype)), body(s[0], s[1])
+
+        cond.__name__ = cond.__qualname__ = f"{label}_test"
+        wbody.__name__ = wbody.__qualname__ = f"{label}_body"
+        return self.retrying(lambda: self.result(_control().while_loop(
+            cond, wbody, (_scalar(0, dtype), self.init()))[1]))
+
+
+def _as(b, dtype) -> Array:
+    return b if _symbolic(b) else _scalar(b, dtype)
+
+
+def _trip(lo, hi, step: int, dtype) -> Array:
+    """``len(range(lo, hi, step))`` for a static step: max(0, ceil((hi - lo) / step))."""
+    ops = _ops()
+    lo, hi = _as(lo, dtype), _as(hi, dtype)
+    d = ops.Subtract()(hi, lo) if step > 0 else ops.Subtract()(lo, hi)
+    s = abs(step)
+    if s != 1:
+        d = ops.Divide()(ops.Add()(d, _scalar(s - 1, dtype)), _scalar(s, dtype))
+    return ops.Maximum()(d, _scalar(0, dtype))
+
+
+def _element(dtype: np.dtype):
+    from .dtypes import element_type
+
+    return element_type(dtype)
+
+
+def _same_structure(a, b) -> bool:
+    try:
+        (la, ta), (lb, tb) = flatten(a), flatten(b)
+    except TypeError:
+        return False
+    return ta == tb and [x.type for x in la] == [x.type for x in lb]
