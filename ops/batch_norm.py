@@ -105,3 +105,75 @@ class BatchNormGrad(_BatchNorm, opcode="batch-norm-grad"):
         grad_scale = np.sum(grad * xhat, axis=axes)
         grad_x = s(scale, x) * inv / n * (n * grad - s(grad_offset, x) - xhat * s(grad_scale, x))
         return grad_x, grad_scale, grad_offset
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# Training: ct of the normalised result goes through BatchNormGrad; the batch
+# statistics' cts add d mean/dx = 1/N and d var/dx = 2 (x - mean)/N. Inference
+# and BatchNormGrad itself are differentiated through their formulas written
+# with elementwise ops and sums (so second derivatives work).
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+def _spread(op, v, x):
+    from .broadcast import Broadcast
+    return Broadcast(x.shape, (op.feature_index,))(v)
+
+
+def _sum(op, x):
+    from ._ad import sum_dims
+    return sum_dims(x, tuple(d for d in range(x.ndim) if d != op.feature_index))
+
+
+def _inverse_std(op, variance):
+    from .unary import Rsqrt
+    from ._ad import add, full_like
+    return Rsqrt()(add(variance, full_like(variance, op.epsilon)))
+
+
+def _inference_formula(op, x, scale, offset, mean, variance):
+    from ._ad import add, mul, sub
+    factor = _spread(op, mul(scale, _inverse_std(op, variance)), x)
+    return add(mul(sub(x, _spread(op, mean, x)), factor), _spread(op, offset, x))
+
+
+def _grad_formula(op, x, scale, mean, variance, grad):
+    from ._ad import full_like, mul, sub
+
+    n = x.size // x.shape[op.feature_index]
+    inv = _inverse_std(op, variance)
+    xhat = mul(sub(x, _spread(op, mean, x)), _spread(op, inv, x))
+    grad_offset = _sum(op, grad)
+    grad_scale = _sum(op, mul(grad, xhat))
+    centred = sub(sub(mul(grad, full_like(grad, n)), _spread(op, grad_offset, x)),
+                  mul(xhat, _spread(op, grad_scale, x)))
+    factor = mul(mul(scale, inv), full_like(inv, 1 / n))
+    return mul(_spread(op, factor, x), centred), grad_scale, grad_offset
+
+
+@vjp_rule.dispatch
+def _(op: BatchNormTraining, ct, out, x, scale, offset):
+    from ._ad import add, full_like, mul, sub
+
+    ct_y, ct_mean, ct_var = ct
+    _, mean, var = out
+    ct_x, ct_scale, ct_offset = BatchNormGrad(op.epsilon, op.feature_index)(
+        x, scale, mean, var, ct_y)
+    n = x.size // x.shape[op.feature_index]
+    from_mean = _spread(op, mul(ct_mean, full_like(ct_mean, 1 / n)), x)
+    from_var = mul(_spread(op, mul(ct_var, full_like(ct_var, 2 / n)), x),
+                   sub(x, _spread(op, mean, x)))
+    return add(add(ct_x, from_mean), from_var), ct_scale, ct_offset
+
+
+@vjp_rule.dispatch
+def _(op: BatchNormInference, ct, out, *args):
+    from .call import vjp_through
+    return tuple(vjp_through(lambda *a: _inference_formula(op, *a), args, ct))
+
+
+@vjp_rule.dispatch
+def _(op: BatchNormGrad, ct, out, *args):
+    from .call import vjp_through
+    return tuple(vjp_through(lambda *a: _grad_formula(op, *a), args, tuple(ct)))

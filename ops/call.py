@@ -38,3 +38,96 @@ class Call(HloOp, opcode="call"):
     def attributes(self, operand_types, result_type, ctx):
         comp = stage_computation(self.computation, tuple(operand_types))
         return [f"to_apply={ctx.computation(comp)}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# Differentiated through the computation: the pullback (and the tangent map) are
+# themselves Calls, of hlodsl.autodiff.vjp (jvp) applied to the computation.
+# Integer and boolean operands are held fixed.
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+
+
+def _inexact(x) -> bool:
+    from hlodsl.dtypes import Inexact
+    return issubclass(x.dtype, Inexact)
+
+
+def _with(args, positions, values) -> list:
+    full = list(args)
+    for i, v in zip(positions, values):
+        full[i] = v
+    return full
+
+
+def vjp_through(fn: Callable, args, ct) -> list:
+    """Cotangents of ``fn``'s arguments (None for integer ones) at ``args``, for ``ct``."""
+    from hlodsl.autodiff import vjp
+
+    moving = [i for i, a in enumerate(args) if _inexact(a)]
+    cts: list = [None] * len(args)
+    if moving:
+        _, pullback = vjp(lambda *xs: fn(*_with(args, moving, xs)),
+                          *(args[i] for i in moving))
+        for i, c in zip(moving, pullback(ct)):
+            cts[i] = c
+    return cts
+
+
+def jvp_through(fn: Callable, args, tangents) -> tuple:
+    """``(fn(*args), tangent of the result)``; a None tangent is zero, integers have none."""
+    from hlodsl.autodiff import jvp, zeros_like_array
+
+    moving = [i for i, a in enumerate(args) if _inexact(a)]
+    ts = tuple(tangents[i] if tangents[i] is not None else zeros_like_array(args[i])
+               for i in moving)
+    return jvp(lambda *xs: fn(*_with(args, moving, xs)),
+               tuple(args[i] for i in moving), ts)
+
+
+def _leaves(out) -> list:
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _as_tuple(res) -> tuple:
+    return res if isinstance(res, tuple) else (res,)
+
+
+@vjp_rule.dispatch
+def _(op: Call, ct, out, *args):
+    n, moving = len(args), [i for i, a in enumerate(args) if _inexact(a)]
+    if not moving:
+        return (None,) * n
+
+    def pullback(*xs_and_cts):
+        cts = xs_and_cts[n:]
+        cts = tuple(cts) if isinstance(out, tuple) else cts[0]
+        res = vjp_through(op.computation, xs_and_cts[:n], cts)
+        return tuple(res[i] for i in moving)
+
+    res = _as_tuple(Call(pullback)(*args, *_leaves(ct)))
+    return tuple(_with([None] * n, moving, res))
+
+
+@jvp_rule.dispatch
+def _(op: Call, tangents: tuple, out, *args):
+    n = len(args)
+    if all(t is None for t in tangents):
+        return None
+    given = [i for i, t in enumerate(tangents) if t is not None]
+    outs = _leaves(out)
+    moving_out = [k for k, o in enumerate(outs) if _inexact(o)]
+    if not moving_out:
+        return None
+
+    def forward(*xs_and_ts):
+        ts = [None] * n
+        for i, t in zip(given, xs_and_ts[n:]):
+            ts[i] = t
+        _, t_out = jvp_through(op.computation, xs_and_ts[:n], ts)
+        t_out = _leaves(t_out)
+        return tuple(t_out[k] for k in moving_out)
+
+    res = _as_tuple(Call(forward)(*args, *(tangents[i] for i in given)))
+    t_out = _with([None] * len(outs), moving_out, res)
+    return tuple(t_out) if isinstance(out, tuple) else t_out[0]

@@ -57,3 +57,47 @@ class Cholesky(HloOp, opcode="cholesky"):
             np.eye(a.shape[-1]) * np.real(np.diagonal(a, axis1=-2, axis2=-1))[..., None, :]
         low = np.linalg.cholesky(full)
         return (low if self.lower else np.conj(np.swapaxes(low, -1, -2))).astype(a.dtype)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# For the factor L of S (S Hermitian, built from the triangle that is read):
+# with Phi(X) the lower triangle of X with its diagonal halved, the adjoint of
+# dS -> dL is Lbar -> G = L^-H Phi(L^H Lbar) L^-1 (Murray 2016, "Differentiation
+# of the Cholesky decomposition"), and the read triangle's cotangent is
+# Phi(G + G^H). Adjoint formulas give jax's complex convention by conjugating ct
+# on the way in and the result on the way out. The upper form is the lower form
+# of a^H (the factor is L^H).
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+def _phi(x):
+    from hlodsl.array import array
+
+    from .broadcast import Broadcast
+    from ._ad import mul
+
+    m = x.shape[-1]
+    scale = np.tri(m, dtype=x.dtype.np_dtype) - 0.5 * np.eye(m, dtype=x.dtype.np_dtype)
+    return mul(x, Broadcast(x.shape, (x.ndim - 2, x.ndim - 1))(array(scale)))
+
+
+@vjp_rule.dispatch
+def _(op: Cholesky, ct, out, a):
+    from ._ad import add
+    from .triangular_solve import TriangularSolve, conj, matmul, matrix_transpose, triangle
+
+    def adjoint(x):
+        return conj(matrix_transpose(x))
+
+    lbar = conj(ct)
+    factor = triangle(out, op.lower)
+    if op.lower:
+        low, lbar = factor, triangle(lbar, True)
+    else:
+        low, lbar = adjoint(factor), adjoint(triangle(lbar, False))
+    p = _phi(matmul(adjoint(low), lbar))
+    y = TriangularSolve(left_side=False, lower=True)(low, p)
+    g = TriangularSolve(left_side=True, lower=True, transpose_a="ADJOINT")(low, y)
+    abar = _phi(add(g, adjoint(g)))
+    return (conj(abar if op.lower else adjoint(abar)),)

@@ -212,3 +212,30 @@ class CollectiveBroadcast(_Collective, opcode="collective-broadcast"):
 
     def attributes(self, operand_types, result_type, ctx):
         return self._common()
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# The cotangent of a sum all-reduce is the sum all-reduce of the cotangent (every
+# device's input reaches every device's output once).
+
+from hlodsl.autodiff import register_rule, vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: AllReduce, ct, out, x):
+    from .reduce import reduction_kind
+
+    if reduction_kind(op, x.dtype) != "add":
+        raise NotImplementedError(f"no derivative rule for {op!r}: only a sum all-reduce "
+                                  "is differentiated")
+    return (op(ct),)
+
+
+def _no_rule(op, ct, out, *args):
+    raise NotImplementedError(
+        f"no derivative rule for {op!r}: of the collectives, only a sum AllReduce is "
+        "differentiated (wrap others in hlodsl.custom_vjp)")
+
+
+for _cls in (AllGather, ReduceScatter, AllToAll, CollectivePermute, CollectiveBroadcast):
+    register_rule(vjp_rule, _cls, lambda op, ct, out, *args: _no_rule(op, ct, out, *args))

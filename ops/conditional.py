@@ -146,3 +146,114 @@ class Conditional(HloOp, opcode="conditional"):
         if self.branch_computations:
             return ["branch_computations={" + ", ".join(names) + "}"]
         return [f"true_computation={names[0]}", f"false_computation={names[1]}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# The derivative of a conditional is a conditional of derivatives: branch i of
+# the pullback takes (branch i's operands, ct) and returns the cotangents of
+# every branch's floating-point operands, zeros for the other branches', so all
+# branches return the same types; branch i of the tangent map returns the
+# tangent of branch i's result. The selector has no derivative.
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+
+
+def _leaves(x) -> list:
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def _inexact(x) -> bool:
+    from hlodsl.dtypes import Inexact
+    return issubclass(x.dtype, Inexact)
+
+
+def _zeros(t: ArrayType):
+    import numpy as np
+
+    from hlodsl.array import array
+
+    from .broadcast import Broadcast
+
+    zero = array(np.zeros((), t.dtype.np_dtype))
+    return Broadcast(t.shape)(zero) if t.shape else zero
+
+
+def _regroup(op: Conditional, new_branches, selector, operands):
+    """``Conditional`` of the same form over ``new_branches``, each operand a tuple."""
+    if op.branch_computations:
+        new = Conditional(branch_computations=tuple(new_branches))
+    else:
+        new = Conditional(*new_branches)
+    return new(selector, *(tuple(o) for o in operands))
+
+
+@vjp_rule.dispatch
+def _(op: Conditional, ct, out, selector, *flat):
+    from .call import vjp_through
+
+    groups = [_leaves(g) for g in op._group(flat)]
+    starts = [sum(len(g) for g in groups[:i]) for i in range(len(groups))]
+    moving = [k for k, x in enumerate(flat) if _inexact(x)]
+    if not moving:
+        return (None,) * (1 + len(flat))
+    ct_leaves = _leaves(ct)
+
+    def pullback(i: int):
+        fn, size = op.branches[i], len(groups[i])
+        tupled = (op.operand_sizes or (None,) * len(groups))[i] is not None
+
+        def branch(xs_and_cts):
+            xs, cts = tuple(xs_and_cts[:size]), tuple(xs_and_cts[size:])
+            ct_i = cts if isinstance(out, tuple) else cts[0]
+            mine = vjp_through(lambda *a: fn(a if tupled else a[0]), xs, ct_i)
+            res = []
+            for k in moving:
+                j = k - starts[i]
+                own = 0 <= j < size and mine[j] is not None
+                res.append(mine[j] if own else _zeros(flat[k].type))
+            return tuple(res)
+        return branch
+
+    res = _regroup(op, [pullback(i) for i in range(len(groups))], selector,
+                   [list(g) + ct_leaves for g in groups])
+    cts = [None] * len(flat)
+    for k, c in zip(moving, _leaves(res)):
+        cts[k] = c
+    return (None, *cts)
+
+
+@jvp_rule.dispatch
+def _(op: Conditional, tangents: tuple, out, selector, *flat):
+    from .call import jvp_through
+
+    if all(t is None for t in tangents[1:]):
+        return None
+    outs = _leaves(out)
+    moving_out = [k for k, o in enumerate(outs) if _inexact(o)]
+    if not moving_out:
+        return None
+    groups = [_leaves(g) for g in op._group(flat)]
+    t_groups = [_leaves(g) for g in op._group(tangents[1:])]
+    given = [[j for j, t in enumerate(tg) if t is not None] for tg in t_groups]
+
+    def forward(i: int):
+        fn, size = op.branches[i], len(groups[i])
+        tupled = (op.operand_sizes or (None,) * len(groups))[i] is not None
+
+        def branch(xs_and_ts):
+            ts = [None] * size
+            for j, t in zip(given[i], xs_and_ts[size:]):
+                ts[j] = t
+            _, t_out = jvp_through(lambda *a: fn(a if tupled else a[0]),
+                                   tuple(xs_and_ts[:size]), ts)
+            t_out = _leaves(t_out)
+            return tuple(t_out[k] for k in moving_out)
+        return branch
+
+    res = _regroup(op, [forward(i) for i in range(len(groups))], selector,
+                   [list(g) + [tg[j] for j in given[i]]
+                    for i, (g, tg) in enumerate(zip(groups, t_groups))])
+    t_out = [None] * len(outs)
+    for k, t in zip(moving_out, _leaves(res)):
+        t_out[k] = t
+    return tuple(t_out) if isinstance(out, tuple) else t_out[0]

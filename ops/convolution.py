@@ -201,3 +201,120 @@ class Convolution(HloOp, opcode="convolution"):
         out = np.einsum(win, [0, 1, 2, 3, *sp, *ks], w, [0, 2, 4, 3, *ks], [1, 0, 2, 4, *sp])
         out = out.reshape((out.shape[0], rtype.shape[os[1]]) + spatial)
         return np.transpose(out, np.argsort(os)).astype(rtype.dtype.np_dtype)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# Both cotangents are convolutions again (as jax's conv_general_dilated transpose
+# rules): ct_lhs convolves ct with the spatially reversed kernel, its in/out
+# features swapped, strides and lhs dilation trading places; ct_rhs convolves
+# lhs with ct, batch and feature dims swapped, strides and rhs dilation trading
+# places. Feature groups of one are batch groups of the other.
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.dtypes import Inexact  # noqa: E402
+
+
+def _split_axis(x, axis: int, major: int):
+    """Reshape ``axis`` into (major, size // major), both kept in place."""
+    from .reshape import Reshape
+
+    shape = list(x.shape)
+    shape[axis:axis + 1] = [major, shape[axis] // major]
+    return Reshape(tuple(shape))(x)
+
+
+def _merge_axis(x, src: int, dst: int):
+    """Fold axis ``src`` into ``dst`` (numbered without src) as its major part."""
+    from .reshape import Reshape, Transpose
+
+    perm = [i for i in range(x.ndim) if i != src]
+    perm.insert(dst, src)
+    if perm != list(range(x.ndim)):
+        x = Transpose(tuple(perm))(x)
+    out = list(x.shape)
+    out[dst:dst + 2] = [out[dst] * out[dst + 1]]
+    return Reshape(tuple(out))(x)
+
+
+def _swap(spec):
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _lhs_padding(in_sp, k_sp, strides, out_sp, pads, ldil, rdil):
+    pads_out = []
+    for n, k, s, o, (lo, _), ld, rd in zip(in_sp, k_sp, strides, out_sp, pads, ldil, rdil):
+        before = _bound(k, rd) - lo - 1
+        after = _bound(n, ld) + _bound(k, rd) - 1 - _bound(o, s) - before
+        pads_out.append((before, after))
+    return tuple(pads_out)
+
+
+def _rhs_padding(in_sp, k_sp, strides, out_sp, pads, ldil, rdil):
+    pads_out = []
+    for n, k, s, o, (lo, _), ld, rd in zip(in_sp, k_sp, strides, out_sp, pads, ldil, rdil):
+        hi = (_bound(o, s) - _bound(n, ld)) + (_bound(k, rd) - lo - 1)
+        pads_out.append((lo, hi))
+    return tuple(pads_out)
+
+
+def _conv_ct_lhs(op: Convolution, ct, lhs, rhs):
+    from .reverse import Reverse
+
+    ls, rs, os, strides, pads, ldil, rdil = op._resolved(lhs.ndim)
+    fgc, bgc = op.feature_group_count, op.batch_group_count
+    if fgc > 1 or bgc > 1:
+        # Move the group factor from the kernel's output features to its input features.
+        groups = max(fgc, bgc)
+        rhs = _merge_axis(_split_axis(rhs, rs[0], groups), rs[0], rs[1])
+    padding = _lhs_padding(lhs.type.dims(ls[2:]), rhs.type.dims(rs[2:]), strides,
+                           ct.type.dims(os[2:]), pads, ldil, rdil)
+    out = Convolution(window_strides=ldil, padding=padding, lhs_dilation=strides,
+                      rhs_dilation=rdil, lhs_spec=os, rhs_spec=_swap(rs), out_spec=ls,
+                      feature_group_count=max(fgc, bgc))(ct, Reverse(rs[2:])(rhs))
+    if bgc > 1:
+        out = _merge_axis(_split_axis(out, ls[1], bgc), ls[1], ls[0])
+    return out
+
+
+def _conv_ct_rhs(op: Convolution, ct, lhs, rhs):
+    ls, rs, os, strides, pads, ldil, rdil = op._resolved(lhs.ndim)
+    fgc, bgc = op.feature_group_count, op.batch_group_count
+    padding = _rhs_padding(lhs.type.dims(ls[2:]), rhs.type.dims(rs[2:]), strides,
+                           ct.type.dims(os[2:]), pads, ldil, rdil)
+    return Convolution(window_strides=rdil, padding=padding, lhs_dilation=ldil,
+                       rhs_dilation=strides, lhs_spec=_swap(ls), rhs_spec=_swap(os),
+                       out_spec=_swap(rs), feature_group_count=bgc,
+                       batch_group_count=fgc)(lhs, ct)
+
+
+@vjp_rule.dispatch
+def _(op: Convolution, ct, out, lhs, rhs):
+    from .convert import Convert
+    from ._ad import zeros_like_array
+
+    if not issubclass(lhs.dtype, Inexact):
+        return None, None
+    if ct.size == 0:
+        return zeros_like_array(lhs), zeros_like_array(rhs)
+    if ct.dtype is not lhs.dtype:  # preferred_element_type: work in ct's type
+        lhs_w, rhs_w = Convert(ct.dtype)(lhs), Convert(ct.dtype)(rhs)
+    else:
+        lhs_w, rhs_w = lhs, rhs
+    ct_lhs, ct_rhs = _conv_ct_lhs(op, ct, lhs_w, rhs_w), _conv_ct_rhs(op, ct, lhs_w, rhs_w)
+    if ct.dtype is not lhs.dtype:
+        ct_lhs, ct_rhs = Convert(lhs.dtype)(ct_lhs), Convert(rhs.dtype)(ct_rhs)
+    return ct_lhs, ct_rhs
+
+
+@jvp_rule.dispatch
+def _(op: Convolution, tangents: tuple, out, *args):
+    # Bilinear: d(lhs * rhs) = dlhs * rhs + lhs * drhs.
+    from ._ad import add
+
+    (t_lhs, t_rhs), (lhs, rhs) = tangents, args
+    parts = [op(t_lhs, rhs)] if t_lhs is not None else []
+    if t_rhs is not None:
+        parts.append(op(lhs, t_rhs))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else add(*parts)

@@ -82,3 +82,46 @@ def _dtype_of(kind: str, dtype: np.dtype) -> np.dtype:
     if kind == "IRFFT":
         return np.real(np.zeros((), dtype)).dtype
     return dtype
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# All four are linear; the cotangent is their transpose (jax's convention for
+# complex values). The DFT matrix is symmetric, so FFT and IFFT transpose to
+# themselves. RFFT is the FFT of the complex embedding, cut to n//2 + 1 entries:
+# its transpose pads ct back to n, FFTs it and takes the real part. IRFFT's is
+# the RFFT of ct, scaled by 1/N, doubled where RFFT dropped a mirrored
+# component, and conjugated.
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Fft, ct, out, x):
+    from hlodsl.array import array
+
+    from .broadcast import Broadcast
+    from .complex_parts import Real
+    from .pad import Pad
+    from ._ad import conj_if_complex, mul
+
+    n = op.fft_length
+    if op.fft_type in ("FFT", "IFFT"):
+        return (op(ct),)
+    if op.fft_type == "RFFT":
+        full = Pad((0,) * ct.ndim, (0,) * (ct.ndim - 1) + (n[-1] - ct.shape[-1],))(
+            ct, array(np.zeros((), ct.dtype.np_dtype)))
+        return (Real()(Fft("FFT", n)(full)),)
+    spectrum = Fft("RFFT", n)(ct)
+    m = spectrum.shape[-1]
+    scale = np.full(m, 2.0 / max(np.prod(n), 1))
+    scale[0] /= 2
+    if n[-1] % 2 == 0 and m > 1:
+        scale[-1] /= 2
+    scale = Broadcast(spectrum.shape, (spectrum.ndim - 1,))(
+        array(scale.astype(spectrum.dtype.np_dtype)))
+    return (conj_if_complex(mul(spectrum, scale)),)
+
+
+@jvp_rule.dispatch
+def _(op: Fft, tangents: tuple, out, *args):
+    return None if tangents[0] is None else op(tangents[0])

@@ -152,3 +152,104 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
     def attributes(self, operand_types, result_type, ctx):
         _, comp = self._comp(operand_types[len(operand_types) // 2:])
         return [window_text(self), f"to_apply={ctx.computation(comp)}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# A sum window's cotangent spreads ct back over each window: ct padded (strides
+# become interior padding) and summed over windows again, as jax's
+# reduce_window_sum transpose. A max/min window's ct goes to the element each
+# window picked (the first of ties), which is SelectAndScatter with >= / <=.
+# The init value is added once per result element (padding adds nothing).
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+
+
+def _kind(op: ReduceWindow, args) -> str:
+    from .reduce import reduction_kind
+
+    kind = reduction_kind(op, args[0].dtype) if len(args) == 2 else None
+    if kind not in ("add", "max", "min"):
+        raise NotImplementedError(
+            f"no derivative rule for {op!r} with {len(args) // 2} operand(s): only "
+            "single-operand windows whose computation is one add, maximum or minimum "
+            "of its two parameters are differentiated")
+    return kind
+
+
+def _chooser_check(op: ReduceWindow) -> None:
+    if any(d != 1 for d in op.base_dilations + op.window_dilations) or \
+            any(lo < 0 or hi < 0 for lo, hi in op.padding):
+        raise NotImplementedError(
+            f"no derivative rule for {op!r}: max/min windows are differentiated with "
+            "SelectAndScatter, which takes no dilations and no negative padding")
+
+
+def _zero(x):
+    import numpy as np
+
+    from hlodsl.array import array
+
+    return array(np.zeros((), x.dtype.np_dtype))
+
+
+# Module-level computations, so equal ops compare equal (staging and eager caches).
+def _greater_equal(a, b):
+    from .compare import Compare
+    return Compare("GE")(a, b)
+
+
+def _less_equal(a, b):
+    from .compare import Compare
+    return Compare("LE")(a, b)
+
+
+def _add(a, b):
+    from .binary import Add
+    return Add()(a, b)
+
+
+def _sum_window_transpose(op: ReduceWindow, ct, x):
+    from .convolution import _lhs_padding
+    from .pad import Pad
+
+    zero = _zero(ct)
+    pads = _lhs_padding(x.shape, op.window_dimensions, op.window_strides, ct.shape,
+                        op.padding, op.base_dilations, op.window_dilations)
+    padded = Pad(tuple(lo for lo, _ in pads), tuple(hi for _, hi in pads),
+                 tuple(s - 1 for s in op.window_strides))(ct, zero)
+    return ReduceWindow(op.computation, op.window_dimensions, op.base_dilations,
+                        window_dilations=op.window_dilations)(padded, zero)
+
+
+@vjp_rule.dispatch
+def _(op: ReduceWindow, ct, out, *args):
+    from .select_and_scatter import SelectAndScatter
+    from ._ad import sum_dims
+
+    kind = _kind(op, args)
+    x, init = args
+    if kind == "add":
+        return _sum_window_transpose(op, ct, x), sum_dims(ct, tuple(range(ct.ndim)))
+    _chooser_check(op)
+    select = _greater_equal if kind == "max" else _less_equal
+    return SelectAndScatter(select, _add, op.window_dimensions, op.window_strides,
+                            op.padding)(x, ct, _zero(ct)), None
+
+
+@jvp_rule.dispatch
+def _(op: ReduceWindow, tangents: tuple, out, *args):
+    from .select_and_scatter import select_gather
+    from ._ad import zeros_like_array
+
+    kind = _kind(op, args)
+    (t_x, t_init), (x, init) = tangents, args
+    if kind == "add":  # linear
+        if t_x is None and t_init is None:
+            return None
+        return op(t_x if t_x is not None else zeros_like_array(x),
+                  t_init if t_init is not None else zeros_like_array(init))
+    if t_x is None:
+        return None
+    _chooser_check(op)
+    return select_gather("GE" if kind == "max" else "LE", op.window_dimensions,
+                         op.window_strides, op.padding, x, t_x)

@@ -81,3 +81,106 @@ class SelectAndScatter(HloOp, opcode="select-and-scatter"):
         select, scatter = self._comps(*operand_types[:2])
         return [window_text(self), f"select={ctx.computation(select)}",
                 f"scatter={ctx.computation(scatter)}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# The result is linear in source (and init): each source value lands on the
+# element its window selects. The cotangent of source gathers ct back from those
+# elements: a two-operand ReduceWindow over (operand, ct) that carries the
+# selected element's ct along (jax's select_and_gather_add). The operand only
+# chooses positions, so it has no derivative (zero almost everywhere).
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+
+
+def select_direction(select: Callable, dtype) -> str | None:
+    """'GE', 'GT', 'LE' or 'LT' when ``select(a, b)`` is that one comparison of a with b."""
+    from .compare import Compare
+
+    scalar = ArrayType(dtype, ())
+    comp = stage_computation(select, (scalar, scalar))
+    root = comp.root
+    if len(comp.nodes) != 3 or tuple(root.operands) != tuple(comp.params):
+        return None
+    if isinstance(root.op, Compare) and root.op.direction in ("GE", "GT", "LE", "LT"):
+        return root.op.direction
+    return None
+
+
+def _chooser(direction: str):
+    def choose(acc_x, acc_v, x, v):
+        from .compare import Compare, Select
+
+        keep = Compare(direction)(acc_x, x)
+        return Select()(keep, acc_x, x), Select()(keep, acc_v, v)
+
+    choose.__qualname__ = f"choose_{direction.lower()}"
+    return choose
+
+
+# One function per direction, made once, so equal ops compare equal.
+_CHOOSERS = {d: _chooser(d) for d in ("GE", "GT", "LE", "LT")}
+
+
+def select_gather(direction: str, window_dimensions, window_strides, padding, operand, values):
+    """``values`` at the element of each window of ``operand`` that ``direction`` selects.
+
+    The windowed shape (as ReduceWindow's); padding never wins (it holds the
+    comparison's identity, -inf for GE/GT and +inf for LE/LT).
+    """
+    import numpy as np
+
+    from hlodsl.array import array
+
+    from .reduce_window import ReduceWindow
+
+    np_dtype = operand.dtype.np_dtype
+    big = np.inf if np_dtype.kind in "fc" else np.iinfo(np_dtype).max
+    worst = array(np.asarray(-big if direction in ("GE", "GT") else big, np_dtype))
+    zero = array(np.zeros((), values.dtype.np_dtype))
+    return ReduceWindow(_CHOOSERS[direction], window_dimensions, window_strides, padding)(
+        operand, values, worst, zero)[1]
+
+
+def _scatter_kind(op: SelectAndScatter, dtype) -> None:
+    from .reduce import reduction_kind
+
+    if reduction_kind(_AsReduce(op.scatter), dtype) != "add":
+        raise NotImplementedError(
+            f"no derivative rule for {op!r}: only an add scatter is differentiated")
+
+
+@attrs.frozen
+class _AsReduce:
+    """What ``reduction_kind`` reads of a Reduce: its computation."""
+
+    computation: Callable
+
+
+@vjp_rule.dispatch
+def _(op: SelectAndScatter, ct, out, operand, source, init):
+    from ._ad import sum_dims
+
+    _scatter_kind(op, ct.dtype)
+    direction = select_direction(op.select, operand.dtype)
+    if direction is None:
+        raise NotImplementedError(
+            f"no derivative rule for {op!r}: the select computation must be one "
+            "comparison (GE, GT, LE or LT) of its two parameters, in order")
+    ct_source = select_gather(direction, op.window_dimensions, op.window_strides,
+                              op.padding, operand, ct)
+    return None, ct_source, sum_dims(ct, tuple(range(ct.ndim)))
+
+
+@jvp_rule.dispatch
+def _(op: SelectAndScatter, tangents: tuple, out, *args):
+    # Linear in (source, init): the same op on their tangents.
+    from ._ad import zeros_like_array
+
+    _, t_source, t_init = tangents
+    if t_source is None and t_init is None:
+        return None
+    _scatter_kind(op, out.dtype)
+    operand, source, init = args
+    return op(operand, t_source if t_source is not None else zeros_like_array(source),
+              t_init if t_init is not None else zeros_like_array(init))

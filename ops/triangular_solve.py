@@ -79,3 +79,71 @@ class TriangularSolve(HloOp, opcode="triangular-solve"):
         # x @ t = b  <=>  t^T @ x^T = b^T
         x = np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2))
         return np.swapaxes(x, -1, -2).astype(b.dtype)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# With T = op(a) as read (triangle, unit diagonal, transpose) and x the result:
+# left side, T x = b gives ct_b = T^-T ct and ct_T = -ct_b x^T; right side,
+# x T = b gives ct_b = ct T^-T and ct_T = -x^T ct_b (jax's convention for complex
+# values: transposes, not adjoints). ct_a is ct_T brought back through op and
+# kept to the triangle that is read.
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+def matrix_transpose(x):
+    """``x`` with its two minor dimensions swapped."""
+    from .reshape import Transpose
+
+    r = x.ndim
+    return Transpose(tuple(range(r - 2)) + (r - 1, r - 2))(x)
+
+
+def conj(x):
+    from ._ad import conj_if_complex
+    return conj_if_complex(x)
+
+
+def matmul(a, b):
+    """Batched matrix product over the leading dimensions."""
+    from .dot import Dot
+
+    batch = tuple(range(a.ndim - 2))
+    return Dot(lhs_contracting=(a.ndim - 1,), rhs_contracting=(b.ndim - 2,),
+               lhs_batch=batch, rhs_batch=batch)(a, b)
+
+
+def triangle(x, lower: bool, strict: bool = False):
+    """The lower (else upper) triangle of each matrix of ``x``, the rest zero."""
+    from hlodsl.array import array
+
+    from .broadcast import Broadcast
+    from .compare import Select
+    from ._ad import full_like
+
+    m = x.shape[-1]
+    keep = np.tri(m, k=-1 if strict else 0, dtype=bool)
+    if not lower:
+        keep = keep.T
+    mask = Broadcast(x.shape, (x.ndim - 2, x.ndim - 1))(array(keep))
+    return Select()(mask, x, full_like(x, 0))
+
+
+@vjp_rule.dispatch
+def _(op: TriangularSolve, ct, out, a, b):
+    from ._ad import neg
+
+    # ct_b solves with T^T: transposing op(a) maps NO <-> TRANSPOSE, and ADJOINT
+    # (T^T = conj(a)) to a conjugated NO_TRANSPOSE solve.
+    if op.transpose_a == "ADJOINT":
+        solve = attrs.evolve(op, transpose_a="NO_TRANSPOSE")
+        ct_b = conj(solve(a, conj(ct)))
+    else:
+        flipped = "TRANSPOSE" if op.transpose_a == "NO_TRANSPOSE" else "NO_TRANSPOSE"
+        ct_b = attrs.evolve(op, transpose_a=flipped)(a, ct)
+    x_t = matrix_transpose(out)
+    ct_t = neg(matmul(ct_b, x_t) if op.left_side else matmul(x_t, ct_b))
+    if op.transpose_a != "NO_TRANSPOSE":
+        ct_t = matrix_transpose(ct_t)
+        ct_t = conj(ct_t) if op.transpose_a == "ADJOINT" else ct_t
+    return triangle(ct_t, op.lower, strict=op.unit_diagonal), ct_b

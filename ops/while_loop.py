@@ -85,3 +85,49 @@ class While(HloOp, opcode="while"):
     def attributes(self, operand_types, result_type, ctx):
         cond, body = self._computations(operand_types[0])
         return [f"condition={ctx.computation(cond)}", f"body={ctx.computation(body)}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# Forward mode carries the tangents of the floating-point state elements as
+# extra state: the new body is hlodsl.autodiff.jvp of the body. Reverse mode
+# would need the trip count (or a stack of states) to run the body backwards.
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: While, ct, out, *state):
+    raise NotImplementedError(
+        f"{op!r}: reverse-mode through a While with a data-dependent trip count is not "
+        "supported; use hd.fori_loop/hd.scan with static bounds")
+
+
+@jvp_rule.dispatch
+def _(op: While, tangents: tuple, out, *state):
+    from .call import jvp_through
+
+    from hlodsl.autodiff import zeros_like_array
+    from hlodsl.dtypes import Inexact
+
+    moving = [i for i, x in enumerate(state) if issubclass(x.dtype, Inexact)]
+    if all(tangents[i] is None for i in moving):
+        return None
+    n = len(state)
+
+    def condition(s):
+        return op.condition(tuple(s[:n]))
+
+    def body(s):
+        ts = [None] * n
+        for i, t in zip(moving, s[n:]):
+            ts[i] = t
+        new, t_new = jvp_through(lambda *xs: tuple(op.body(tuple(xs))), tuple(s[:n]), ts)
+        return tuple(new) + tuple(t_new[i] for i in moving)
+
+    init = [tangents[i] if tangents[i] is not None else zeros_like_array(state[i])
+            for i in moving]
+    res = While(condition, body)(*state, *init)
+    t_out = [None] * n
+    for i, t in zip(moving, res[n:]):
+        t_out[i] = t
+    return tuple(t_out)
