@@ -21,3 +21,4 @@ from .promotion import result_dtype  # noqa: F401
 from .reductions import max, mapreduce, mean, min, prod, sum  # noqa: F401
 from .statistics import *  # noqa: F401,F403
 from .searching import *  # noqa: F401,F403  (after statistics: it uses cumulative_sum)
+from . import nn  # noqa: F401,E402  (layers, losses, optimisers; hlodsl.stdlib.models uses it)

@@ -1,0 +1,236 @@
+"""Models as plain functions of a parameter structure: MLP, a small CNN, VGG19.
+
+Each model is ``model(params, x)`` with ``params`` a structure of arrays
+(dicts and lists, torch's layouts), an ``*_init(key, ...)`` that draws one,
+and, for VGG19, ``vgg19_params_from_torch(state_dict)`` that loads
+torchvision's weights. They run eagerly and compile into one module;
+``hd.grad`` gives gradients with the parameters' structure.
+
+>>> import numpy as np, hlodsl as hd
+>>> from hlodsl.stdlib import models, nn
+>>> params = models.mlp_init(nn.key(0), (4, 8, 3))
+>>> models.mlp(params, hd.array(np.zeros((2, 4), np.float32))).shape
+(2, 3)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from hlodsl.array import Array
+from hlodsl.compiler import compile
+from hlodsl.dtypes import float32
+from hlodsl.errors import ShapeError
+
+from . import manipulation as mp
+from . import nn
+from .manipulation import fail
+
+__all__ = ["mlp", "mlp_init", "small_cnn", "small_cnn_init", "vgg19", "vgg19_init",
+           "vgg19_params_from_torch", "VGG19_CONFIG"]
+
+
+def _draws(key, specs, dtype, kind: str) -> list:
+    """One ``kind`` ("uniform" in [-1, 1) or "normal") draw per ``(shape, scale)``, times scale.
+
+    All come from one random draw, sliced: one generator op per model instead of
+    one per tensor keeps the compiled initialiser small and fast to compile.
+    """
+    sizes = [math.prod(shape) for shape, _ in specs]
+    if kind == "normal":
+        flat = nn.normal(key, (sum(sizes),), dtype)
+    else:
+        flat = nn.uniform(key, (sum(sizes),), dtype, -1.0, 1.0)
+    out, start = [], 0
+    for (shape, scale), n in zip(specs, sizes):
+        out.append(mp.reshape(flat[start:start + n], shape) * scale)
+        start += n
+    return out
+
+
+def _torch_default_layers(key, shapes, dtype) -> list:
+    """torch.nn.Linear/Conv's default init for weights of ``shapes``: weight and bias both
+    uniform in ±1/sqrt(fan_in) (kaiming_uniform with a = sqrt 5 gives the same bound)."""
+    specs = []
+    for shape in shapes:
+        bound = 1 / nn.fans(shape)[0] ** 0.5
+        specs += [(shape, bound), ((shape[0],), bound)]
+    values = _draws(key, specs, dtype, "uniform")
+    return [{"weight": w, "bias": b} for w, b in zip(values[::2], values[1::2])]
+
+
+def mlp_init(key, sizes: Sequence[int], dtype=float32) -> list:
+    """Layers ``[{"weight": (out, in), "bias": (out,)}, ...]`` for widths ``sizes``.
+
+    >>> [p["weight"].shape for p in mlp_init(nn.key(0), (784, 128, 10))]
+    [(128, 784), (10, 128)]
+    """
+    if len(sizes) < 2:
+        raise fail(ValueError, f"mlp_init: sizes {tuple(sizes)} needs an input and an output")
+    return _mlp_init(key, tuple(sizes), dtype)
+
+
+# The initialisers are compiled: one executable draws every parameter (eagerly,
+# op-by-op drawing of VGG19's parameters costs a compile per op and shape).
+@compile
+def _mlp_init(key, sizes, dtype):
+    return _torch_default_layers(key, [(b, a) for a, b in zip(sizes[:-1], sizes[1:])], dtype)
+
+
+def mlp(params: list, x: Array, activation: Callable = nn.relu):
+    """Linear layers with ``activation`` between them (none after the last).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> p = [{"weight": hd.array(np.float32([[1, -1]])), "bias": hd.array(np.float32([0]))}]
+    >>> mlp(p, hd.array(np.float32([[3, 1]])))
+    hlodsl.Array[float32, (1, 1)]([[2.]])
+    """
+    for i, layer in enumerate(params):
+        x = nn.linear(x, layer["weight"], layer["bias"])
+        if i < len(params) - 1:
+            x = activation(x)
+    return x
+
+
+def small_cnn_init(key, num_classes: int = 10, channels: tuple[int, int] = (8, 16),
+                   in_channels: int = 1, image_size: int = 8, dtype=float32) -> dict:
+    """Parameters of :func:`small_cnn` for ``image_size`` square inputs (divisible by 4).
+
+    >>> p = small_cnn_init(nn.key(0))
+    >>> [c["weight"].shape for c in p["conv"]], p["dense"]["weight"].shape
+    ([(8, 1, 3, 3), (16, 8, 3, 3)], (10, 64))
+    """
+    if image_size % 4:
+        raise fail(ValueError, f"small_cnn_init: image_size {image_size} must be divisible "
+                               "by 4 (two 2x2 pools)")
+    return _small_cnn_init(key, num_classes, tuple(channels), in_channels, image_size, dtype)
+
+
+@compile
+def _small_cnn_init(key, num_classes, channels, in_channels, image_size, dtype):
+    c1, c2 = channels
+    flat = c2 * (image_size // 4) ** 2
+    conv1, conv2, dense = _torch_default_layers(
+        key, [(c1, in_channels, 3, 3), (c2, c1, 3, 3), (num_classes, flat)], dtype)
+    return {"conv": [conv1, conv2], "dense": dense}
+
+
+def small_cnn(params: dict, x: Array):
+    """conv3x3-relu-maxpool2 twice, then a linear layer: ``(N, C, H, W) -> (N, classes)``.
+
+    Sized for 8x8 digit images by default (``small_cnn_init``).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> small_cnn(small_cnn_init(nn.key(0)), hd.array(np.zeros((5, 1, 8, 8), np.float32))).shape
+    (5, 10)
+    """
+    for layer in params["conv"]:
+        x = nn.max_pool(nn.relu(nn.conv(x, layer["weight"], layer["bias"], padding="SAME")), 2)
+    return nn.linear(nn.flatten(x), params["dense"]["weight"], params["dense"]["bias"])
+
+
+#: torchvision's configuration "E": output channels of each 3x3 conv, "M" a 2x2 max-pool.
+VGG19_CONFIG = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M",
+                512, 512, 512, 512, "M", 512, 512, 512, 512, "M")
+
+
+def _feature_indices() -> list[int]:
+    """Index of each conv in torchvision's ``features`` Sequential (conv, ReLU, ..., pool)."""
+    out, i = [], 0
+    for item in VGG19_CONFIG:
+        if item == "M":
+            i += 1
+        else:
+            out.append(i)
+            i += 2
+    return out
+
+
+def vgg19_init(key, num_classes: int = 1000, hidden: int = 4096, in_channels: int = 3,
+               dtype=float32) -> dict:
+    """VGG19 parameters, initialised as torchvision does.
+
+    Convs: kaiming_normal(fan_out, relu) weights, zero biases; linears:
+    normal(0, 0.01) weights, zero biases. ``hidden`` and ``num_classes`` size
+    the classifier (4096 and 1000 in torchvision).
+
+    >>> p = vgg19_init(nn.key(0), num_classes=10, hidden=16)
+    >>> len(p["features"]), [c["weight"].shape for c in p["classifier"]]
+    (16, [(16, 25088), (16, 16), (10, 16)])
+    """
+    return _vgg19_init(key, num_classes, hidden, in_channels, dtype)
+
+
+@compile
+def _vgg19_init(key, num_classes, hidden, in_channels, dtype):
+    shapes, c_in = [], in_channels
+    for c_out in (c for c in VGG19_CONFIG if c != "M"):
+        shapes.append((c_out, c_in, 3, 3))
+        c_in = c_out
+    widths = (512 * 7 * 7, hidden, hidden, num_classes)
+    shapes += [(b, a) for a, b in zip(widths[:-1], widths[1:])]
+    # kaiming_normal(fan_out, relu) for convs: std sqrt(2 / (out * 9)); 0.01 for linears.
+    stds = [(2 / nn.fans(s)[1]) ** 0.5 if len(s) == 4 else 0.01 for s in shapes]
+    weights = _draws(key, list(zip(shapes, stds)), dtype, "normal")
+    layers = [{"weight": w, "bias": nn.zeros(None, (w.shape[0],), dtype)} for w in weights]
+    features, classifier = layers[:-3], layers[-3:]
+    return {"features": features, "classifier": classifier}
+
+
+def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float = 0.5):
+    """VGG19 on ``(N, 3, H, W)`` images (H, W >= 32): ``(N, num_classes)`` logits.
+
+    torchvision's layer order: 16 3x3 'SAME' convs with ReLU and five 2x2
+    max-pools, an adaptive average pool to 7x7 (the identity at 224x224), then
+    linear-ReLU-dropout twice and a last linear. Dropout is off (evaluation)
+    unless a ``dropout_key`` is given.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> p = vgg19_init(nn.key(0), num_classes=10, hidden=16)
+    >>> hd.compile(vgg19)(p, hd.array(np.zeros((1, 3, 32, 32), np.float32))).shape
+    (1, 10)
+    """
+    if x.ndim != 4 or min(x.shape[2:]) < 32:
+        raise fail(ShapeError, f"vgg19: x must be (N, C, H, W) with H, W >= 32 (five 2x2 "
+                               f"pools), got {x.type}")
+    convs = iter(params["features"])
+    for item in VGG19_CONFIG:
+        if item == "M":
+            x = nn.max_pool(x, 2)
+        else:
+            layer = next(convs)
+            x = nn.relu(nn.conv(x, layer["weight"], layer["bias"], padding=1))
+    x = nn.flatten(nn.adaptive_avg_pool(x, 7))
+    keys = nn.split(dropout_key, 2) if dropout_key is not None else (None, None)
+    layers = params["classifier"]
+    for i, layer in enumerate(layers):
+        x = nn.linear(x, layer["weight"], layer["bias"])
+        if i < len(layers) - 1:
+            x = nn.relu(x)
+            if dropout_key is not None:
+                x = nn.dropout(keys[i], x, rate)
+    return x
+
+
+def vgg19_params_from_torch(state_dict) -> dict:
+    """The parameters of :func:`vgg19` from a torchvision VGG19 ``state_dict``.
+
+    Reads ``features.{i}.weight/bias`` of the 16 convs and ``classifier.{0,3,6}``;
+    a missing key is a ``KeyError`` naming it.
+
+    >>> import torch                                                 # doctest: +SKIP
+    >>> p = vgg19_params_from_torch(torchvision_vgg19.state_dict())  # doctest: +SKIP
+    """
+    flat = nn.from_torch(state_dict)
+
+    def layer(prefix: str) -> dict:
+        try:
+            return {"weight": flat[f"{prefix}.weight"], "bias": flat[f"{prefix}.bias"]}
+        except KeyError as e:
+            raise KeyError(f"vgg19_params_from_torch: the state_dict has no {e.args[0]!r} "
+                           "(torchvision's VGG19 names are features.{i}.* and "
+                           "classifier.{0,3,6}.*)") from None
+
+    return {"features": [layer(f"features.{i}") for i in _feature_indices()],
+            "classifier": [layer(f"classifier.{i}") for i in (0, 3, 6)]}

@@ -1,0 +1,102 @@
+"""Activation functions: relu, gelu (exact and tanh), sigmoid, tanh, softmax, log_softmax.
+
+>>> import numpy as np, hlodsl as hd
+>>> from hlodsl.stdlib import nn
+>>> nn.softmax(hd.array(np.float32([0, 0, np.log(2)])))
+hlodsl.Array[float32, (3,)]([0.25, 0.25, 0.5 ])
+"""
+
+from __future__ import annotations
+
+import math
+
+from hlodsl import ops
+from hlodsl.array import Array
+
+from ..elementwise import exp, log, maximum, multiply, sigmoid, tanh
+from ..manipulation import normalize_axis
+from ..promotion import lift
+from ..reductions import max, sum
+from ._args import require_float
+
+__all__ = ["relu", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax"]
+
+
+def relu(x: Array):
+    """``max(x, 0)`` elementwise.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> relu(hd.array(np.float32([-1, 0, 2])))
+    hlodsl.Array[float32, (3,)]([0., 0., 2.])
+    """
+    return maximum(x, 0)
+
+
+def leaky_relu(x: Array, negative_slope: float = 0.01):
+    """``x`` where positive, ``negative_slope * x`` elsewhere.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> leaky_relu(hd.array(np.float32([-2, 3])), 0.5)
+    hlodsl.Array[float32, (2,)]([-1.,  3.])
+    """
+    return maximum(x, multiply(x, negative_slope)) if negative_slope <= 1 else \
+        ops.Select()(ops.Compare("GT")(x, ops.Broadcast(x.shape)(lift(0, x.dtype))), x,
+                     multiply(x, negative_slope))
+
+
+def gelu(x: Array, approximate: str = "none"):
+    """Gaussian error linear unit, ``x * Phi(x)``, as torch's ``gelu``.
+
+    ``approximate="none"`` uses the exact ``Phi(x) = (1 + erf(x / sqrt 2)) / 2``;
+    ``"tanh"`` uses ``(1 + tanh(sqrt(2 / pi) * (x + 0.044715 x**3))) / 2``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> gelu(hd.array(np.float32([-1, 0, 1])))
+    hlodsl.Array[float32, (3,)]([-0.15865526,  0.        ,  0.8413447 ])
+    >>> gelu(hd.array(np.float32([1])), approximate="tanh")
+    hlodsl.Array[float32, (1,)]([0.841192])
+    """
+    require_float(x, "gelu", "x")
+    half = multiply(x, 0.5)
+    if approximate == "none":
+        return half + half * ops.Erf()(multiply(x, 1 / math.sqrt(2)))
+    if approximate == "tanh":
+        inner = multiply(x + multiply(x * x * x, 0.044715), math.sqrt(2 / math.pi))
+        return half + half * tanh(inner)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def silu(x: Array):
+    """``x * sigmoid(x)`` (also called swish).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> silu(hd.array(np.float32([0, 1])))
+    hlodsl.Array[float32, (2,)]([0.        , 0.7310586])
+    """
+    return x * sigmoid(x)
+
+
+def softmax(x: Array, axis: int = -1):
+    """``exp(x) / sum(exp(x))`` along ``axis``, computed as ``exp(x - max(x))``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> softmax(hd.array(np.float32([1000, 1000])))          # no overflow
+    hlodsl.Array[float32, (2,)]([0.5, 0.5])
+    """
+    require_float(x, "softmax", "x")
+    axis = normalize_axis(axis, x.ndim, "softmax")
+    e = exp(x - max(x, axis=axis, keepdims=True))
+    return e / sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x: Array, axis: int = -1):
+    """``x - logsumexp(x)`` along ``axis``, stable for large and very negative ``x``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> log_softmax(hd.array(np.float32([0, -1e4])))         # log(1 - tiny), log(tiny)
+    hlodsl.Array[float32, (2,)]([     0., -10000.])
+    """
+    require_float(x, "log_softmax", "x")
+    axis = normalize_axis(axis, x.ndim, "log_softmax")
+    z = x - max(x, axis=axis, keepdims=True)
+    return z - log(sum(exp(z), axis=axis, keepdims=True))

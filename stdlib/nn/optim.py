@@ -1,0 +1,169 @@
+"""Functional optimisers over parameter structures: ``sgd`` and ``adam``.
+
+An optimiser is a pair of functions: ``init(params) -> state`` and
+``update(grads, state, params) -> (new_params, new_state)``. Parameters,
+gradients and states are structures of arrays (dicts, lists, tuples, attrs
+classes: ``hlodsl.tree``), so a whole training step compiles into one module.
+The updates follow ``torch.optim.SGD`` and ``torch.optim.Adam`` step for step.
+
+>>> import numpy as np, hlodsl as hd
+>>> from hlodsl.stdlib import nn
+>>> opt = nn.sgd(0.1)
+>>> params = {"w": hd.array(np.float32([1, 2]))}
+>>> params, state = opt.update({"w": hd.array(np.float32([1, 1]))}, opt.init(params), params)
+>>> params["w"]
+hlodsl.Array[float32, (2,)]([0.9, 1.9])
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from hlodsl.array import Array, array
+from hlodsl.dtypes import Inexact
+from hlodsl.tree import flatten, unflatten
+
+from ..data_types import astype
+from ..elementwise import sqrt
+from ..manipulation import fail, where
+from ..promotion import lift
+
+__all__ = ["Optimizer", "sgd", "adam", "tree_map"]
+
+
+class Optimizer(NamedTuple):
+    """``init(params) -> state`` and ``update(grads, state, params) -> (params, state)``."""
+
+    init: Callable
+    update: Callable
+
+
+def tree_map(f: Callable, tree, *rest):
+    """``f`` applied leaf by leaf to structures of arrays with the same shape of nesting.
+
+    >>> import hlodsl as hd
+    >>> tree_map(lambda a, b: a + b, {"x": hd.array([1.0])}, {"x": hd.array([2.0])})
+    {'x': hlodsl.Array[float64, (1,)]([3.])}
+    """
+    leaves, treedef = flatten(tree)
+    others = []
+    for other in rest:
+        other_leaves, other_def = flatten(other)
+        if other_def != treedef:
+            raise fail(ValueError, "tree_map: the structures differ (the gradients or state "
+                                   "must have the parameters' structure)")
+        others.append(other_leaves)
+    return unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def _zeros_like(p: Array) -> Array:
+    return p * 0
+
+
+def _check_params(params, what: str):
+    for leaf in flatten(params)[0]:
+        if not isinstance(leaf, Array) or not issubclass(leaf.dtype, Inexact):
+            raise fail(TypeError, f"{what}: every parameter must be a floating-point array, "
+                                  f"got {getattr(leaf, 'type', type(leaf).__name__)}")
+
+
+def sgd(lr: float, momentum: float = 0.0, nesterov: bool = False,
+        weight_decay: float = 0.0, dampening: float = 0.0) -> Optimizer:
+    """Stochastic gradient descent, as ``torch.optim.SGD``.
+
+    ``g = grad + weight_decay * p``; with momentum, ``buf = momentum * buf +
+    (1 - dampening) * g`` (``buf = g`` on the first step) and ``g = buf``, or
+    ``g + momentum * buf`` with ``nesterov``; then ``p = p - lr * g``. The
+    state is ``{"momentum": buffers, "step": int32 count}``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> opt = sgd(1.0, momentum=0.5)
+    >>> p = hd.array(np.float32([0])); g = hd.array(np.float32([1]))
+    >>> s = opt.init(p)
+    >>> p, s = opt.update(g, s, p); p, s = opt.update(g, s, p)
+    >>> p                                              # -1, then -1 - (0.5 * 1 + 1)
+    hlodsl.Array[float32, (1,)]([-2.5])
+    """
+    if nesterov and (momentum <= 0 or dampening != 0):
+        raise fail(ValueError, "sgd: nesterov needs momentum > 0 and dampening 0")
+
+    def init(params):
+        _check_params(params, "sgd")
+        return {"momentum": tree_map(_zeros_like, params) if momentum else None,
+                "step": array(np.int32(0))}
+
+    def update(grads, state, params):
+        first = state["step"] == 0
+        leaves, treedef = flatten(params)
+        grads = _same(grads, treedef, "sgd", "grads")
+        bufs = _same(state["momentum"], treedef, "sgd", "state['momentum']") if momentum \
+            else [None] * len(leaves)
+        new_params, new_bufs = [], []
+        for g, p, buf in zip(grads, leaves, bufs):
+            if weight_decay:
+                g = g + p * weight_decay
+            if momentum:
+                buf = where(first, g, buf * momentum + g * (1 - dampening))
+                g = g + buf * momentum if nesterov else buf
+            new_params.append(p - g * lr)
+            new_bufs.append(buf)
+        return unflatten(treedef, new_params), {
+            "momentum": unflatten(treedef, new_bufs) if momentum else None,
+            "step": state["step"] + 1}
+
+    return Optimizer(init, update)
+
+
+def adam(lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+         weight_decay: float = 0.0) -> Optimizer:
+    """Adam, as ``torch.optim.Adam`` (L2 ``weight_decay`` added to the gradient).
+
+    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g**2``, and with ``t`` the
+    step count ``p = p - lr / (1 - b1**t) * m / (sqrt(v) / sqrt(1 - b2**t) + eps)``.
+    The state is ``{"step": int32 count, "mu": m, "nu": v}``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> opt = adam(0.1)
+    >>> p = hd.array(np.float32([1.0]))
+    >>> p, s = opt.update(hd.array(np.float32([3.0])), opt.init(p), p)
+    >>> p                                               # the first step moves by about lr
+    hlodsl.Array[float32, (1,)]([0.9000007])
+    """
+    def init(params):
+        _check_params(params, "adam")
+        return {"step": array(np.int32(0)), "mu": tree_map(_zeros_like, params),
+                "nu": tree_map(_zeros_like, params)}
+
+    def update(grads, state, params):
+        step = state["step"] + 1
+
+        def one(g, p, m, v):
+            if weight_decay:
+                g = g + p * weight_decay
+            m = m + (g - m) * (1 - b1)
+            v = v * b2 + g * g * (1 - b2)
+            t = astype(step, p.dtype)
+            correction1 = 1 - lift(b1, p.dtype) ** t
+            correction2 = 1 - lift(b2, p.dtype) ** t
+            denom = sqrt(v) / sqrt(correction2) + eps
+            return p - (m / denom) * (lr / correction1), m, v
+
+        leaves, treedef = flatten(params)
+        triples = [one(g, p, m, v) for g, p, m, v in zip(
+            _same(grads, treedef, "adam", "grads"), leaves,
+            _same(state["mu"], treedef, "adam", "state['mu']"),
+            _same(state["nu"], treedef, "adam", "state['nu']"))]
+        new_params = unflatten(treedef, [t[0] for t in triples])
+        return new_params, {"step": step, "mu": unflatten(treedef, [t[1] for t in triples]),
+                            "nu": unflatten(treedef, [t[2] for t in triples])}
+
+    return Optimizer(init, update)
+
+
+def _same(tree, treedef, what: str, name: str) -> list:
+    leaves, other = flatten(tree)
+    if other != treedef:
+        raise fail(ValueError, f"{what}: {name} must have the parameters' structure")
+    return leaves
