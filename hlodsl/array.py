@@ -22,6 +22,8 @@ hlodsl.Array[float32, (3, 4)]
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from plum import CovariantMeta, parametric
 
@@ -30,7 +32,8 @@ from .dtypes import ElementType, element_type
 from .errors import staging_error
 from .types import ArrayType
 
-__all__ = ["Array", "Token", "array", "Scalar", "Vector", "Matrix", "is_symbolic"]
+__all__ = ["Array", "Device", "Token", "array", "Scalar", "Vector", "Matrix", "is_symbolic",
+           "default_device"]
 
 _ANY_SHAPE = ...
 
@@ -196,11 +199,59 @@ class Array(metaclass=ArrayMeta):
         self._require_value("float()")
         return float(np.asarray(self))
 
+    def __complex__(self) -> complex:
+        self._require_value("complex()")
+        return complex(np.asarray(self))
+
     def __index__(self) -> int:
         self._require_value("use as a Python index")
         if not issubclass(self.dtype, dtypes.Integer) or self.ndim:
             raise TypeError(f"only integer scalar arrays can be used as an index, not {self.type}")
         return int(np.asarray(self))
+
+    # -- device placement and DLPack (the array API's interchange protocol) ------
+
+    @property
+    def device(self) -> Device:
+        """The device holding this array (symbolic arrays: where the program will run)."""
+        if self._buf is None:
+            return default_device()
+        from . import runtime
+
+        return Device(runtime.platform(), runtime.device_index(self._buf))
+
+    def to_device(self, device: Device, /, *, stream=None) -> Array:
+        """This array on ``device``: programs run on the default device, the only target.
+
+        >>> import hlodsl as hd
+        >>> x = hd.array([1, 2]); x.to_device(x.device) is x
+        True
+        """
+        if stream is not None:
+            raise ValueError("to_device: stream= is not supported (XLA orders its own streams)")
+        if device != self.device:
+            raise ValueError(f"to_device: {self.type} is on {self.device}; hlodsl runs every "
+                             f"program on {default_device()}, so {device!r} is not a target")
+        return self
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this array's device buffer (``copy=True`` copies).
+
+        >>> import numpy as np, hlodsl as hd
+        >>> np.from_dlpack(hd.array(np.float32([1, 2])))
+        array([1., 2.], dtype=float32)
+        """
+        from . import runtime
+
+        buf = self._require_value("__dlpack__")
+        return runtime.to_dlpack(buf, stream=stream, max_version=max_version,
+                                 dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple:
+        """``(DLDeviceType, device id)`` of this array's buffer."""
+        from . import runtime
+
+        return runtime.dlpack_device(self._require_value("__dlpack_device__"))
 
     def __setitem__(self, key, value):
         raise TypeError(
@@ -216,6 +267,29 @@ class Array(metaclass=ArrayMeta):
             return f"{type(self)!r}(<symbolic {self._node.name}>)"
         body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
         return f"{type(self)!r}(\n  {body})" if "\n" in body else f"{type(self)!r}({body})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """A device of the runtime's platform, as ``Array.device`` reports it.
+
+    >>> import hlodsl as hd
+    >>> hd.array([1.0]).device == default_device()
+    True
+    """
+
+    platform: str
+    id: int = 0
+
+    def __repr__(self) -> str:
+        return f"Device({self.platform}:{self.id})"
+
+
+def default_device() -> Device:
+    """The device every compiled program and eager op runs on."""
+    from . import runtime
+
+    return Device(runtime.platform(), 0)
 
 
 _TYPES: dict[type, ArrayType] = {}

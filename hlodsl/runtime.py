@@ -35,7 +35,7 @@ from jax.extend import backend as _jax_backend  # noqa: E402
 from .errors import XlaCompileError  # noqa: E402
 
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
-           "Executable", "stats"]
+           "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
 stats = {"compiles": 0}
@@ -65,6 +65,55 @@ def to_device(host: np.ndarray, device: int = 0):
 
 def to_host(buf) -> np.ndarray:
     return np.asarray(buf)
+
+
+def device_index(buf) -> int:
+    """The index in ``backend().devices()`` of the device holding a buffer."""
+    (device,) = buf.devices()
+    return backend().devices().index(device)
+
+
+# DLPack: jax Arrays implement the protocol on their PJRT buffers, so exporting
+# shares the device memory (no copy); importing aliases the producer's memory
+# where PJRT accepts it (CPU needs 64-byte aligned data) and copies otherwise.
+
+def to_dlpack(buf, **kwargs):
+    """The DLPack capsule of a buffer (``stream``, ``max_version``, ``dl_device``, ``copy``).
+
+    A consumer asking for a version below 1.0 gets the legacy (unversioned)
+    capsule, as the protocol says; jax refuses such versions outright.
+    """
+    max_version = kwargs.get("max_version")
+    if max_version is not None and tuple(max_version) < (1, 0):
+        kwargs["max_version"] = None
+    return buf.__dlpack__(**kwargs)
+
+
+def dlpack_device(buf) -> tuple:
+    """``(DLDeviceType, device id)`` of a buffer."""
+    return buf.__dlpack_device__()
+
+
+def from_dlpack(obj, copy: bool | None = None):
+    """A buffer on the default device holding the data of a DLPack producer.
+
+    Returns ``(buffer, numpy dtype)``. ``copy=False`` fails where aliasing is
+    impossible; ``copy=True`` always copies.
+    """
+    from jax import dlpack
+
+    device = backend().devices()[0]
+    try:
+        # NOTE: jax 0.10's copy=True still aliases aligned host memory; copy below.
+        buf = dlpack.from_dlpack(obj, device=device, copy=None if copy else copy)
+    except Exception as e:  # PJRT takes compact layouts only (no strides such as x[::2])
+        if copy is False:
+            raise BufferError(str(e)) from None
+        return jax.device_put(np.ascontiguousarray(np.from_dlpack(obj)), device), \
+            np.dtype(np.from_dlpack(obj).dtype)
+    if copy:
+        buf = jax.device_put(buf, device, may_alias=False)
+    return buf, np.dtype(buf.dtype)
 
 
 class Executable:

@@ -7,18 +7,23 @@
 hlodsl.Array[float32, (2,)]([2., 3.])
 """
 
+__array_api_version__ = "2023.12"
+
 from . import operators  # noqa: F401  (installs Array's operators and methods)
+from .constants import *  # noqa: F401,F403  (dtypes under the standard's names, e, pi, ...)
+from .info import __array_namespace_info__  # noqa: F401
 from .broadcasting import broadcast, broadcast_arrays, broadcast_shapes, broadcast_to  # noqa: F401
 from .creation import *  # noqa: F401,F403
 from .data_types import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise_more import *  # noqa: F401,F403
 from .index_update import IndexUpdate  # noqa: F401  (installs x.at on Array)
-from .indexing import getitem  # noqa: F401  (installs x[...] and iter(x) on Array)
+from .indexing import getitem, take, take_along_axis  # noqa: F401  (installs x[...], iter(x))
 from .linalg import matmul, matrix_transpose, tensordot, vecdot  # noqa: F401  (and xp.linalg)
 from .manipulation import *  # noqa: F401,F403
 from .promotion import result_dtype  # noqa: F401
 from .reductions import max, mapreduce, mean, min, prod, sum  # noqa: F401
 from .statistics import *  # noqa: F401,F403
 from .searching import *  # noqa: F401,F403  (after statistics: it uses cumulative_sum)
+from .sets import *  # noqa: F401,F403
 from . import nn  # noqa: F401,E402  (layers, losses, optimisers; hlodsl.stdlib.models uses it)

@@ -28,7 +28,7 @@ import numbers
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array, array
+from hlodsl.array import Array, array, default_device
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
     Bool, ComplexFloating, Floating, Integer, SignedInteger, UnsignedInteger, complex64,
@@ -42,7 +42,7 @@ from .promotion import ArrayLike, lift, promote, truth
 
 __all__ = [
     "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like",
-    "empty_like", "arange", "linspace", "eye", "meshgrid", "tril", "triu",
+    "empty_like", "arange", "linspace", "eye", "meshgrid", "tril", "triu", "from_dlpack",
 ]
 
 
@@ -74,13 +74,20 @@ def _filled(value: Array, shape: tuple[int, ...]) -> Array:
 
 # -- from data --------------------------------------------------------------------
 
+def _check_device(device, what: str) -> None:
+    """Arrays are created on the default device, the only one programs run on."""
+    if device is not None and device != default_device():
+        raise fail(ValueError, f"{what}: device={device!r} is not {default_device()!r}, the "
+                               "only device hlodsl runs programs on")
+
+
 def _holds_array(obj) -> bool:
     return isinstance(obj, Array) or (
         isinstance(obj, (list, tuple)) and any(_holds_array(o) for o in obj))
 
 
 @dispatch
-def asarray(obj, dtype=None, copy=None):
+def asarray(obj, dtype=None, copy=None, device=None):
     """``obj`` as an array: arrays pass through (converted to ``dtype`` if given).
 
     numpy arrays keep their dtype; nested lists and Python scalars take numpy's
@@ -94,6 +101,7 @@ def asarray(obj, dtype=None, copy=None):
       [[1., 2.],
        [3., 4.]])
     """
+    _check_device(device, "asarray")
     dt = None if dtype is None else element_type(dtype)
     if isinstance(obj, Array):
         if dt is None or dt is obj.dtype:
@@ -113,10 +121,37 @@ def asarray(obj, dtype=None, copy=None):
     return array(np.asarray(obj, dtype=None if dt is None else dt.np_dtype))
 
 
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An array sharing the memory of ``x``, any object with ``__dlpack__`` (numpy,
+    jax, torch, hlodsl arrays).
+
+    The device buffer aliases ``x``'s memory where PJRT can take it over (on
+    CPU: 64-byte aligned data); otherwise the data is copied, unless
+    ``copy=False``, which then raises. ``copy=True`` always copies.
+
+    >>> import numpy as np
+    >>> from_dlpack(np.arange(3, dtype=np.int16))
+    hlodsl.Array[int16, (3,)]([0, 1, 2])
+    """
+    from hlodsl import runtime
+    from hlodsl.types import ArrayType
+
+    _check_device(device, "from_dlpack")
+    if not hasattr(x, "__dlpack__"):
+        raise fail(TypeError, f"from_dlpack: {type(x).__name__} does not implement the DLPack "
+                              "protocol (__dlpack__)")
+    try:
+        buf, np_dtype = runtime.from_dlpack(x, copy=copy)
+    except (BufferError, ValueError) as e:
+        raise fail(BufferError, f"from_dlpack: cannot import {type(x).__name__} "
+                                f"(copy={copy}): {e}") from None
+    return Array._from_buffer(buf, ArrayType(element_type(np_dtype), tuple(buf.shape)))
+
+
 # -- filled -----------------------------------------------------------------------
 
 @dispatch
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, device=None):
     """An array of ``shape`` filled with ``fill_value``.
 
     The element type is ``dtype``, else that of ``fill_value`` (Python bool,
@@ -126,6 +161,7 @@ def full(shape, fill_value, dtype=None):
     >>> full((2,), 7)
     hlodsl.Array[int64, (2,)]([7, 7])
     """
+    _check_device(device, "full")
     shape = _shape(shape, "full")
     if isinstance(fill_value, (Array, np.ndarray)) and fill_value.ndim:
         return broadcast_to(asarray(fill_value, dtype), shape)
@@ -135,78 +171,85 @@ def full(shape, fill_value, dtype=None):
 
 
 @dispatch
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, device=None):
     """An array of ``shape`` filled with zeros (float64 unless ``dtype`` is given).
 
     >>> zeros(2)
     hlodsl.Array[float64, (2,)]([0., 0.])
     """
+    _check_device(device, "zeros")
     return full(shape, 0, _dtype(dtype, float64))
 
 
 @dispatch
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, device=None):
     """An array of ``shape`` filled with ones (float64 unless ``dtype`` is given).
 
     >>> import hlodsl as hd
     >>> ones((1, 2), dtype=hd.int8)
     hlodsl.Array[int8, (1, 2)]([[1, 1]])
     """
+    _check_device(device, "ones")
     return full(shape, 1, _dtype(dtype, float64))
 
 
 @dispatch
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, device=None):
     """An array of ``shape``; its contents are unspecified (here: zeros).
 
     >>> empty(0)
     hlodsl.Array[float64, (0,)]([])
     """
+    _check_device(device, "empty")
     return zeros(shape, dtype)
 
 
 @dispatch
-def full_like(x: ArrayLike, fill_value, dtype=None):
+def full_like(x: ArrayLike, fill_value, dtype=None, device=None):
     """An array of ``x``'s shape (and element type, unless ``dtype``) filled with ``fill_value``.
 
     >>> import numpy as np, hlodsl as hd
     >>> full_like(hd.array(np.int32([1, 2])), 2.5)
     hlodsl.Array[int32, (2,)]([2, 2])
     """
+    _check_device(device, "full_like")
     x = asarray(x)
     return full(x.shape, fill_value, _dtype(dtype, x.dtype))
 
 
 @dispatch
-def zeros_like(x: ArrayLike, dtype=None):
+def zeros_like(x: ArrayLike, dtype=None, device=None):
     """Zeros of ``x``'s shape and (unless ``dtype``) element type.
 
     >>> import numpy as np, hlodsl as hd
     >>> zeros_like(hd.array(np.int32([1, 2])))
     hlodsl.Array[int32, (2,)]([0, 0])
     """
+    _check_device(device, "zeros_like")
     return full_like(x, 0, dtype)
 
 
 @dispatch
-def ones_like(x: ArrayLike, dtype=None):
+def ones_like(x: ArrayLike, dtype=None, device=None):
     """Ones of ``x``'s shape and (unless ``dtype``) element type.
 
     >>> import numpy as np, hlodsl as hd
     >>> ones_like(hd.array(np.float32([1, 2])), dtype=hd.pred)
     hlodsl.Array[pred, (2,)]([ True,  True])
     """
+    _check_device(device, "ones_like")
     return full_like(x, 1, dtype)
 
 
 @dispatch
-def empty_like(x: ArrayLike, dtype=None):
+def empty_like(x: ArrayLike, dtype=None, device=None):
     """An array of ``x``'s shape and (unless ``dtype``) element type; here zeros.
 
     >>> import numpy as np, hlodsl as hd
     >>> empty_like(hd.array(np.float32([1, 2])))
     hlodsl.Array[float32, (2,)]([0., 0.])
     """
+    _check_device(device, "empty_like")
     return full_like(x, 0, dtype)
 
 
@@ -239,7 +282,7 @@ def _work_dtype(dt):
 
 
 @dispatch
-def arange(start, stop=None, step=1, dtype=None):
+def arange(start, stop=None, step=1, dtype=None, device=None):
     """``start, start + step, ...`` up to (excluding) ``stop``; ``arange(n)`` is 0..n-1.
 
     ``start``, ``stop`` and ``step`` are static real numbers. The length and the
@@ -252,6 +295,7 @@ def arange(start, stop=None, step=1, dtype=None):
     >>> arange(0.0, 1.0, 0.25)
     hlodsl.Array[float64, (4,)]([0.  , 0.25, 0.5 , 0.75])
     """
+    _check_device(device, "arange")
     start, step = _real(start, "arange", "start"), _real(step, "arange", "step")
     if stop is None:
         start, stop = 0, start
@@ -289,7 +333,7 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 @dispatch
-def linspace(start, stop, num, dtype=None, endpoint=True):
+def linspace(start, stop, num, dtype=None, endpoint=True, device=None):
     """``num`` evenly spaced numbers from ``start`` to ``stop`` (included if ``endpoint``).
 
     Computed as numpy does: in float64 (complex128 for complex bounds;
@@ -301,6 +345,7 @@ def linspace(start, stop, num, dtype=None, endpoint=True):
     >>> linspace(0, 1, 5)
     hlodsl.Array[float64, (5,)]([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
+    _check_device(device, "linspace")
     num = as_int(num, "linspace", "num")
     if num < 0:
         raise fail(ValueError, f"linspace: num must be non-negative, got {num}")
@@ -351,7 +396,7 @@ def _diagonal_mask(shape: tuple[int, int], k: int, direction: str) -> Array:
 
 
 @dispatch
-def eye(n_rows, n_cols=None, k=0, dtype=None):
+def eye(n_rows, n_cols=None, k=0, dtype=None, device=None):
     """A ``(n_rows, n_cols)`` array with ones on diagonal ``k`` (above main if > 0).
 
     >>> eye(2, 3, k=-1)
@@ -359,6 +404,7 @@ def eye(n_rows, n_cols=None, k=0, dtype=None):
       [[0., 0., 0.],
        [1., 0., 0.]])
     """
+    _check_device(device, "eye")
     n = as_int(n_rows, "eye", "n_rows")
     m = n if n_cols is None else as_int(n_cols, "eye", "n_cols")
     shape = _shape((n, m), "eye")

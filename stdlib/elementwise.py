@@ -17,10 +17,12 @@ hlodsl.Array[float32, ()](1.)
 
 from hlodsl import ops
 from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import Bool, Inexact, Integer, float64
+from hlodsl.dtypes import (
+    Bool, ComplexFloating, Inexact, Integer, UnsignedInteger, float64, pred,
+)
 
 from .broadcasting import ELEMENTWISE, broadcast_arrays
-from .promotion import ArrayLike, lift
+from .promotion import ArrayLike, lift, truth
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "pow", "maximum", "minimum", "remainder",
@@ -65,6 +67,59 @@ def _compare(name: str, direction: str):
                    f"Elementwise ``{direction}`` comparison after broadcasting; pred result.")
 
 
+def _same(x):
+    return x
+
+
+def _abs(x):
+    if issubclass(x.dtype, (UnsignedInteger, Bool)):
+        return x
+    if issubclass(x.dtype, ComplexFloating):
+        return modulus(x)
+    return ops.Abs()(x)
+
+
+def modulus(z):
+    """|z| of a complex array as its real type, without overflow: ``hypot(re, im)``."""
+    a, b = ops.Abs()(ops.Real()(z)), ops.Abs()(ops.Imag()(z))
+    big, small = ops.Maximum()(a, b), ops.Minimum()(a, b)
+    ratio = ops.Divide()(small, big)
+    one, zero, inf = (_zeros(big, v) for v in (1, 0, float("inf")))
+    out = ops.Multiply()(big, ops.Sqrt()(ops.Add()(one, ops.Multiply()(ratio, ratio))))
+    out = ops.Select()(ops.Compare("EQ")(big, zero), zero, out)
+    # An infinite part makes |z| infinite, even beside a NaN.
+    either_inf = ops.Or()(ops.Compare("EQ")(a, inf), ops.Compare("EQ")(b, inf))
+    return ops.Select()(either_inf, inf, out)
+
+
+def _rounding(op):
+    return lambda x: x if issubclass(x.dtype, (Integer, Bool)) else op(x)
+
+
+def _sign(x):
+    if issubclass(x.dtype, UnsignedInteger):
+        return ops.Convert(x.dtype)(ops.Compare("NE")(x, _zeros(x)))
+    if issubclass(x.dtype, ComplexFloating):
+        m = modulus(x)
+        unit = ops.Complex()(ops.Divide()(ops.Real()(x), m), ops.Divide()(ops.Imag()(x), m))
+        zero = _zeros(x)
+        return ops.Select()(ops.Compare("EQ")(x, zero), zero, unit)
+    zero = _zeros(x)
+    return ops.Select()(ops.Compare("EQ")(x, zero), zero, ops.Sign()(x))  # sign(-0.0) is +0
+
+
+def _isfinite(x):
+    if issubclass(x.dtype, ComplexFloating):
+        return ops.And()(ops.IsFinite()(ops.Real()(x)), ops.IsFinite()(ops.Imag()(x)))
+    if not issubclass(x.dtype, Inexact):
+        return ops.Broadcast(x.shape)(lift(True, pred))
+    return ops.IsFinite()(x)
+
+
+def _zeros(x, value=0):
+    return ops.Broadcast(x.shape)(lift(value, x.dtype))
+
+
 add = _binary("add", ops.Add(), "x + y, broadcast.")
 subtract = _binary("subtract", ops.Subtract(), "x - y, broadcast.")
 multiply = _binary("multiply", ops.Multiply(), "x * y, broadcast.")
@@ -74,8 +129,10 @@ pow = _binary("pow", ops.Power(), "x ** y, broadcast.")
 maximum = _binary("maximum", ops.Maximum(), "Elementwise maximum.")
 minimum = _binary("minimum", ops.Minimum(), "Elementwise minimum.")
 remainder = _binary("remainder", ops.Remainder(), "C-style remainder (sign of x).")
-logical_and = _binary("logical_and", ops.And(), "Logical and of pred arrays.")
-logical_or = _binary("logical_or", ops.Or(), "Logical or of pred arrays.")
+logical_and = _binary("logical_and", lambda x, y: ops.And()(truth(x), truth(y)),
+                      "Logical and (nonzero elements count as true).")
+logical_or = _binary("logical_or", lambda x, y: ops.Or()(truth(x), truth(y)),
+                     "Logical or (nonzero elements count as true).")
 bitwise_and = _binary("bitwise_and", ops.And(), "Bitwise and.")
 bitwise_or = _binary("bitwise_or", ops.Or(), "Bitwise or.")
 bitwise_xor = _binary("bitwise_xor", ops.Xor(), "Bitwise xor.")
@@ -87,8 +144,8 @@ greater = _compare("greater", "GT")
 greater_equal = _compare("greater_equal", "GE")
 
 negative = _unary("negative", ops.Negate(), "-x.")
-positive = _unary("positive", lambda x: x, "+x (the array itself).")
-abs = _unary("abs", ops.Abs(), "|x|.")
+positive = _unary("positive", _same, "+x (the array itself).")
+abs = _unary("abs", _abs, "|x| (complex: the modulus, real; unsigned: x itself).")
 exp = _unary("exp", ops.Exp(), "e ** x.", inexact=True)
 expm1 = _unary("expm1", ops.Expm1(), "e ** x - 1, accurate near 0.", inexact=True)
 log = _unary("log", ops.Log(), "Natural logarithm.", inexact=True)
@@ -98,10 +155,11 @@ tanh = _unary("tanh", ops.Tanh(), "Hyperbolic tangent.", inexact=True)
 sin = _unary("sin", ops.Sine(), "Sine.", inexact=True)
 cos = _unary("cos", ops.Cosine(), "Cosine.", inexact=True)
 tan = _unary("tan", ops.Tan(), "Tangent.", inexact=True)
-floor = _unary("floor", ops.Floor(), "Round toward -inf.")
-ceil = _unary("ceil", ops.Ceil(), "Round toward +inf.")
-sign = _unary("sign", ops.Sign(), "-1, 0 or 1.")
+floor = _unary("floor", _rounding(ops.Floor()), "Round toward -inf (integers: x itself).")
+ceil = _unary("ceil", _rounding(ops.Ceil()), "Round toward +inf (integers: x itself).")
+sign = _unary("sign", _sign, "-1, 0 or 1 (complex: x / |x|, or 0).")
 sigmoid = _unary("sigmoid", ops.Logistic(), "1 / (1 + e ** -x).", inexact=True)
-logical_not = _unary("logical_not", ops.Not(), "Logical not of a pred array.")
+logical_not = _unary("logical_not", lambda x: ops.Not()(truth(x)),
+                     "Logical not (nonzero elements count as true).")
 bitwise_invert = _unary("bitwise_invert", ops.Not(), "Bitwise not.")
-isfinite = _unary("isfinite", ops.IsFinite(), "pred: x is finite.")
+isfinite = _unary("isfinite", _isfinite, "pred: x is finite (integers always are).")

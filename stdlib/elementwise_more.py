@@ -25,13 +25,13 @@ from hlodsl.dtypes import (
 
 from .broadcasting import ELEMENTWISE, broadcast_arrays, broadcast_to
 from .elementwise import _generic, _unary  # one way to make an elementwise generic
-from .promotion import ArrayLike, lift
+from .promotion import ArrayLike, lift, truth
 
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cosh", "sinh", "log2",
     "log10", "logaddexp", "hypot", "copysign", "floor_divide", "square", "trunc", "round",
     "signbit", "isinf", "isnan", "reciprocal", "conj", "real", "imag",
-    "bitwise_left_shift", "bitwise_right_shift", "clip",
+    "bitwise_left_shift", "bitwise_right_shift", "clip", "logical_xor", "nextafter",
 ]
 
 _EQ, _NE, _LT, _GT = (ops.Compare(d) for d in ("EQ", "NE", "LT", "GT"))
@@ -77,6 +77,11 @@ def _atan(x):
     return ops.Atan2()(x, _full(1, x))
 
 
+def _acosh(x):
+    # NOTE: ops.Acosh's formula gives finite values for large negative x.
+    return _select(_LT(x, _full(1, x)), _full(np.nan, x), ops.Acosh()(x))
+
+
 def _log_base(base):
     return lambda x: _div(ops.Log()(x), _full(np.log(base), x))
 
@@ -118,6 +123,22 @@ def _signbit(x):
     if issubclass(x.dtype, (UnsignedInteger, Bool)):
         return _false(x)
     raise TypeError(f"signbit: complex {x.type} has no sign bit")
+
+
+def _nextafter(x1, x2):
+    if not issubclass(x1.dtype, Floating):
+        raise TypeError(f"nextafter: operands must be real floating-point, got {x1.type}")
+    u = _bits_type(x1)
+    bits = ops.BitcastConvert(u)(x1)
+    zero, one = _full(0, x1), _full(1, bits)
+    # Sign and magnitude: one more in the bits is one step away from zero.
+    away = _EQ(_GT(x2, x1), _GT(x1, zero))
+    step = ops.BitcastConvert(x1.dtype)(_select(away, _add(bits, one), _sub(bits, one)))
+    tiniest = _copysign(ops.BitcastConvert(x1.dtype)(one), x2)  # the smallest subnormal
+    out = _select(_EQ(x1, zero), tiniest, step)
+    out = _select(_EQ(x1, x2), x2, out)
+    nan = _or(_NE(x1, x1), _NE(x2, x2))
+    return _select(nan, _full(np.nan, x1), out)
 
 
 def _floor_divide_int(x1, x2):
@@ -218,7 +239,8 @@ def _shift(name: str, left: bool):
 # ----------------------------------------------------------------------------- generics
 
 acos = _unary("acos", ops.Acos(), "Inverse cosine (real input).", inexact=True)
-acosh = _unary("acosh", ops.Acosh(), "Inverse hyperbolic cosine (real input).", inexact=True)
+acosh = _unary("acosh", _acosh, "Inverse hyperbolic cosine (real input; NaN below 1).",
+               inexact=True)
 asin = _unary("asin", ops.Asin(), "Inverse sine (real input).", inexact=True)
 asinh = _unary("asinh", ops.Asinh(), "Inverse hyperbolic sine (real input).", inexact=True)
 atan = _unary("atan", _atan, "Inverse tangent (real input): atan2(x, 1).", inexact=True)
@@ -246,6 +268,10 @@ hypot = _binary("hypot", _hypot, "sqrt(x1**2 + x2**2) without overflow.", inexac
 copysign = _binary("copysign", _copysign, "|x1| with the sign bit of x2.", inexact=True)
 floor_divide = _binary("floor_divide", _floor_divide,
                        "x1 // x2, rounded toward -inf as numpy (integer x // 0 gives 0).")
+nextafter = _binary("nextafter", _nextafter,
+                    "The next representable value after x1 toward x2 (real floats).")
+logical_xor = _binary("logical_xor", lambda x1, x2: ops.Xor()(truth(x1), truth(x2)),
+                      "Logical exclusive or (nonzero elements count as true).")
 bitwise_left_shift = _binary("bitwise_left_shift", _shift("bitwise_left_shift", True),
                              "x1 << x2 (0 once x2 reaches the bit width).")
 bitwise_right_shift = _binary("bitwise_right_shift", _shift("bitwise_right_shift", False),

@@ -48,7 +48,7 @@ from .broadcasting import broadcast_to
 from .elementwise import add, less
 from .promotion import lift
 
-__all__ = ["getitem"]
+__all__ = ["getitem", "take", "take_along_axis"]
 
 _NONE, _SEP, _SLICE, _INT, _ADV = "none", "sep", "slice", "int", "adv"
 _VALID = ("only integers, slices (`:`), ellipsis (`...`), None (newaxis) and integer or "
@@ -391,6 +391,83 @@ def getitem(x: Array, key):
     if idx.gathers:
         y = _gather(y, idx)
     return _reshape(y, idx.shape)
+
+
+def _axis(axis, ndim: int, what: str) -> int:
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise IndexError(f"{what}: axis {axis} is out of range for rank {ndim}")
+    return axis % ndim
+
+
+def _indices(indices, what: str) -> Array:
+    if not isinstance(indices, Array):
+        indices = array(np.asarray(indices))
+    if not issubclass(indices.dtype, Integer):
+        raise TypeError(f"{what}: indices must be integers, got {indices.type}")
+    return indices
+
+
+@dispatch
+def take(x: Array, indices, axis=None):
+    """Elements of ``x`` at the 1-D integer ``indices`` along ``axis``.
+
+    ``axis`` may be omitted for a 1-D ``x``. Negative indices count from the
+    end; range rules are those of :func:`getitem` (concrete out-of-range
+    indices raise, symbolic ones are clamped by XLA).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> take(hd.array(np.int32([[1, 2], [3, 4]])), hd.array(np.int64([1, 1, 0])), axis=1)
+    hlodsl.Array[int32, (2, 3)](
+      [[2, 2, 1],
+       [4, 4, 3]])
+    """
+    indices = _indices(indices, "take")
+    if indices.ndim != 1:
+        raise IndexError(f"take: indices must be one-dimensional, got {indices.type}")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis is required for an array of rank {x.ndim} ({x.type})")
+        axis = 0
+    if x.ndim == 0:
+        raise IndexError(f"take: cannot index a rank-0 array ({x.type})")
+    axis = _axis(axis, x.ndim, "take")
+    return getitem(x, (slice(None),) * axis + (indices,))
+
+
+@dispatch
+def take_along_axis(x: Array, indices, axis=-1):
+    """``x``'s elements at ``indices`` along ``axis``, matched position by position.
+
+    ``indices`` has ``x``'s rank; its other dimensions broadcast against
+    ``x``'s. ``out[i, j] = x[i, indices[i, j]]`` for ``axis=1``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> x = hd.array(np.int32([[10, 30, 20], [60, 40, 50]]))
+    >>> take_along_axis(x, hd.array(np.int64([[0, 2], [1, 0]])), axis=1)
+    hlodsl.Array[int32, (2, 2)](
+      [[10, 20],
+       [40, 60]])
+    """
+    indices = _indices(indices, "take_along_axis")
+    if indices.ndim != x.ndim or x.ndim == 0:
+        raise IndexError(f"take_along_axis: indices ({indices.type}) must have the rank of "
+                         f"x ({x.type}), at least 1")
+    axis = _axis(axis, x.ndim, "take_along_axis")
+    shape = []
+    for d, (m, n) in enumerate(zip(x.shape, indices.shape)):
+        if d == axis:
+            shape.append(n)
+        elif m == n or 1 in (m, n):
+            shape.append(n if m == 1 else m)
+        else:
+            raise IndexError(f"take_along_axis: indices {indices.type} do not broadcast with "
+                             f"x {x.type} outside axis {axis}")
+    shape = tuple(shape)
+    x = broadcast_to(x, shape[:axis] + x.shape[axis:axis + 1] + shape[axis + 1:])
+    indices = broadcast_to(indices, shape)
+    key = tuple(indices if d == axis else ops.Iota(int64, shape, d)() for d in range(x.ndim))
+    return getitem(x, key)
 
 
 def _array_getitem(self, key):

@@ -40,7 +40,7 @@ from .promotion import ArrayLike, lift, promote, truth
 
 __all__ = [
     "concat", "stack", "reshape", "permute_dims", "expand_dims", "squeeze", "flip", "roll",
-    "moveaxis", "tile", "repeat", "unstack", "where",
+    "moveaxis", "tile", "repeat", "unstack", "where", "broadcast_arrays",
 ]
 
 
@@ -107,6 +107,23 @@ def _flat(x: Array) -> Array:
 
 
 # -- joining and splitting -------------------------------------------------------
+
+def broadcast_arrays(*arrays):
+    """The arrays broadcast to their common shape, each keeping its element type.
+
+    This is the array API's ``broadcast_arrays``: unlike the elementwise
+    functions, it does not promote (``stdlib.broadcasting.broadcast_arrays``
+    does both, for them).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> a, b = broadcast_arrays(hd.array(np.int8([[1], [2]])), hd.array([True, False]))
+    >>> a.shape, a.dtype, b.shape, b.dtype
+    ((2, 2), int8, (2, 2), pred)
+    """
+    xs = [x if isinstance(x, Array) else array(np.asarray(x)) for x in arrays]
+    shape = broadcast_shapes(*(x.shape for x in xs), what="broadcast_arrays")
+    return [broadcast_to(x, shape) for x in xs]
+
 
 @dispatch
 def concat(arrays, axis=0):

@@ -12,6 +12,7 @@ from hlodsl import ops
 from hlodsl.array import Array
 
 from . import elementwise as ew
+from . import elementwise_more as more
 from .data_types import astype
 from .linalg import matmul, matrix_transpose
 from .manipulation import reshape
@@ -27,7 +28,8 @@ def _binary(fn):
 for _name, _fn in [("add", ew.add), ("sub", ew.subtract), ("mul", ew.multiply),
                    ("truediv", ew.divide), ("pow", ew.pow), ("matmul", matmul),
                    ("mod", ew.remainder), ("and", ew.bitwise_and), ("or", ew.bitwise_or),
-                   ("xor", ew.bitwise_xor)]:
+                   ("xor", ew.bitwise_xor), ("floordiv", more.floor_divide),
+                   ("lshift", more.bitwise_left_shift), ("rshift", more.bitwise_right_shift)]:
     _fwd, _rev = _binary(_fn)
     setattr(Array, f"__{_name}__", _fwd)
     setattr(Array, f"__r{_name}__", _rev)
@@ -63,3 +65,22 @@ Array.prod = lambda self, axis=None, keepdims=False: prod(self, axis=axis, keepd
 Array.max = lambda self, axis=None, keepdims=False: max(self, axis=axis, keepdims=keepdims)
 Array.min = lambda self, axis=None, keepdims=False: min(self, axis=axis, keepdims=keepdims)
 Array.mean = lambda self, axis=None, keepdims=False: mean(self, axis=axis, keepdims=keepdims)
+
+
+def _array_namespace(self, /, *, api_version: str | None = None):
+    if api_version is not None and api_version not in _API_VERSIONS:
+        raise ValueError(f"__array_namespace__: api_version={api_version!r} is not supported; "
+                         f"hlodsl.stdlib implements {', '.join(_API_VERSIONS)}")
+    import hlodsl.stdlib
+
+    return hlodsl.stdlib
+
+
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12")
+_array_namespace.__doc__ = """The array API namespace of this array: ``hlodsl.stdlib``.
+
+>>> import hlodsl as hd
+>>> hd.array([1.0]).__array_namespace__().__name__
+'hlodsl.stdlib'
+"""
+Array.__array_namespace__ = _array_namespace

@@ -16,7 +16,9 @@ import numpy as np
 from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import Bool, Floating, Inexact, Integer, UnsignedInteger, float64, int64, uint64
+from hlodsl.dtypes import (
+    Bool, Floating, Inexact, Integer, UnsignedInteger, element_type, float64, int64, uint64,
+)
 
 from .broadcasting import ELEMENTWISE
 from .elementwise import add, divide, maximum, minimum, multiply
@@ -89,16 +91,20 @@ def _accumulator(dtype):
 
 
 @dispatch
-def sum(x: Array, axis=None, keepdims: bool = False):
-    """Sum over ``axis`` (all by default)."""
-    x = lift(x, _accumulator(x.dtype))
+def sum(x: Array, axis=None, dtype=None, keepdims: bool = False):
+    """Sum over ``axis`` (all by default), in ``dtype`` if given.
+
+    Without ``dtype``, bools and integers narrower than 64 bits sum in int64
+    (uint64 for unsigned), as the array API asks; other types keep their own.
+    """
+    x = lift(x, _accumulator(x.dtype) if dtype is None else element_type(dtype))
     return mapreduce(None, add, x, axis=axis, keepdims=keepdims)
 
 
 @dispatch
-def prod(x: Array, axis=None, keepdims: bool = False):
-    """Product over ``axis`` (all by default)."""
-    x = lift(x, _accumulator(x.dtype))
+def prod(x: Array, axis=None, dtype=None, keepdims: bool = False):
+    """Product over ``axis`` (all by default), in ``dtype`` if given (defaults as ``sum``)."""
+    x = lift(x, _accumulator(x.dtype) if dtype is None else element_type(dtype))
     return mapreduce(None, multiply, x, axis=axis, keepdims=keepdims)
 
 

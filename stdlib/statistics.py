@@ -26,11 +26,11 @@ from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import ComplexFloating, Inexact, element_type, float64, pred
 
 from .elementwise import divide, logical_and, logical_or, multiply, sqrt, subtract
-from .manipulation import fail, normalize_axes, normalize_axis
+from .manipulation import as_int, concat, fail, normalize_axes, normalize_axis
 from .promotion import lift, truth
 from .reductions import _accumulator, mapreduce, mean, sum
 
-__all__ = ["var", "std", "all", "any", "cumulative_sum", "cumulative_prod"]
+__all__ = ["var", "std", "all", "any", "cumulative_sum", "cumulative_prod", "diff"]
 
 
 # -- variance and standard deviation -----------------------------------------------
@@ -154,3 +154,54 @@ def cumulative_prod(x: Array, axis=None, dtype=None, include_initial: bool = Fal
     hlodsl.Array[float32, (4,)]([ 1.,  2.,  6., 24.])
     """
     return _cumulative(x, axis, dtype, include_initial, "cumulative_prod", _MULTIPLY, _AND, 1)
+
+
+# -- diff ---------------------------------------------------------------------------
+
+def _edge(v, x: Array, axis: int) -> Array:
+    """``prepend``/``append``: an array, or a scalar as one slice along ``axis``."""
+    if isinstance(v, Array) and v.ndim:
+        return v
+    shape = tuple(1 if d == axis else n for d, n in enumerate(x.shape))
+    v = v if isinstance(v, Array) else lift(v, x.dtype)
+    return ops.Broadcast(shape)(v)
+
+
+@dispatch
+def diff(x: Array, axis=-1, n=1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``axis``: ``x[1:] - x[:-1]``, ``n`` times.
+
+    ``prepend``/``append`` (arrays shaped as ``x`` except along ``axis``, or
+    scalars) are joined to ``x`` first. Boolean arrays differ by ``!=``, as
+    in numpy.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> diff(hd.array(np.int32([1, 4, 9, 16])))
+    hlodsl.Array[int32, (3,)]([3, 5, 7])
+    >>> diff(hd.array(np.int32([1, 4, 9])), n=2, prepend=0)
+    hlodsl.Array[int32, (2,)]([2, 2])
+    """
+    if x.ndim == 0:
+        raise fail(ValueError, f"diff: needs an array of rank at least 1, got {x.type}")
+    axis = normalize_axis(axis, x.ndim, "diff")
+    n = as_int(n, "diff", "n")
+    if n < 0:
+        raise fail(ValueError, f"diff: n must be non-negative, got {n}")
+    if n == 0:
+        return x  # as numpy: nothing joined, nothing differenced
+    parts = [_edge(v, x, axis) for v in (prepend,) if v is not None]
+    parts += [x] + [_edge(v, x, axis) for v in (append,) if v is not None]
+    if len(parts) > 1:
+        x = concat(parts, axis=axis)
+    for _ in range(n):
+        m = x.shape[axis]
+        if m == 0:
+            break
+        start = [0] * x.ndim
+        start[axis] = 1
+        limit = list(x.shape)
+        limit[axis] = m - 1
+        later = ops.Slice(tuple(start), x.shape)(x)
+        earlier = ops.Slice((0,) * x.ndim, tuple(limit))(x)
+        x = (ops.Compare("NE") if x.dtype is pred else ops.Subtract())(later, earlier)
+    return x
