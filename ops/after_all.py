@@ -48,3 +48,10 @@ class AfterAll(HloOp, opcode="after-all"):
             require(isinstance(t, TokenType), self, types,
                     f"operands must be tokens, operand {i} is {t}")
         return TokenType()
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import nondifferentiable  # noqa: E402
+
+nondifferentiable(AfterAll)

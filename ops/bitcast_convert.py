@@ -45,3 +45,11 @@ class BitcastConvert(HloOp, opcode="bitcast-convert"):
         if src == dst:
             return flat.reshape(x.shape)
         return flat.reshape(x.shape + (src // dst,) if src > dst else x.shape[:-1])
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import nondifferentiable  # noqa: E402
+
+# Reinterpreting bits has no derivative (jax: zero tangent), even float to float.
+nondifferentiable(BitcastConvert)

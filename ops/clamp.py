@@ -29,3 +29,26 @@ class Clamp(HloOp, opcode="clamp"):
 
     def reference(self, lo, x, hi):
         return np.minimum(np.maximum(x, lo), hi)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Clamp, ct, out, lo, x, hi):
+    # As jax: x takes ct where lo < x < hi, lo where lo > x (and lo < hi), hi where
+    # hi < x; at a tie nobody does. Scalar bounds sum what reaches them.
+    from ._ad import full_like, sum_to
+    from .binary import And
+    from .broadcast import Broadcast
+    from .compare import Compare, Select
+
+    lo_, hi_ = (b if b.shape == x.shape else Broadcast(x.shape)(b) for b in (lo, hi))
+    zero = full_like(ct, 0)
+    lt, gt = Compare("LT"), Compare("GT")
+    ct_x = Select()(And()(gt(x, lo_), lt(x, hi_)), ct, zero)
+    ct_lo = Select()(And()(gt(lo_, x), lt(lo_, hi_)), ct, zero)
+    ct_hi = Select()(lt(hi_, x), ct, zero)
+    return sum_to(ct_lo, lo.shape), ct_x, sum_to(ct_hi, hi.shape)

@@ -54,3 +54,39 @@ class Imag(_Part, opcode="imag"):
 
     def reference(self, z):
         return np.imag(z)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+# jax's conventions: these ops are R-linear and the cotangent is their plain
+# transpose (no conjugation): real <- complex(ct, 0), imag <- complex(0, -ct),
+# complex(re, im) <- (real(ct), -imag(ct)).
+
+
+def _zeros(x):
+    from ._ad import full_like
+    return full_like(x, 0)
+
+
+@vjp_rule.dispatch
+def _(op: Complex, ct, out, re, im):
+    from ._ad import neg
+    return Real()(ct), neg(Imag()(ct))
+
+
+@vjp_rule.dispatch
+def _(op: Real, ct, out, z):
+    if not issubclass(z.dtype, ComplexFloating):
+        return (ct,)
+    return (Complex()(ct, _zeros(ct)),)
+
+
+@vjp_rule.dispatch
+def _(op: Imag, ct, out, z):
+    from ._ad import neg
+
+    if not issubclass(z.dtype, ComplexFloating):
+        return (None,)  # the imaginary part of a real array is constant 0
+    return (Complex()(_zeros(ct), neg(ct)),)

@@ -57,3 +57,23 @@ class Concatenate(HloOp, opcode="concatenate"):
 
     def reference(self, *arrays):
         return np.concatenate(arrays, axis=self.dimension)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Concatenate, ct, out, *xs):
+    # Each operand takes back its own stretch of ct along the dimension.
+    from .slice import Slice
+
+    cts, start, d = [], 0, op.dimension
+    for x in xs:
+        stop = start + x.shape[d]
+        lo = tuple(start if i == d else 0 for i in range(ct.ndim))
+        hi = tuple(stop if i == d else n for i, n in enumerate(ct.shape))
+        cts.append(Slice(lo, hi)(ct))
+        start = stop
+    return tuple(cts)

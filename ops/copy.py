@@ -21,3 +21,13 @@ class Copy(HloOp, opcode="copy"):
 
     def reference(self, x):
         return np.copy(x)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Copy, ct, out, x):
+    return (ct,)

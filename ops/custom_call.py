@@ -134,3 +134,17 @@ class CustomCall(HloOp, opcode="custom-call"):
             text = self.backend_config.replace("\\", "\\\\").replace('"', '\\"')
             out.append(f'backend_config="{text}"')
         return out
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: CustomCall, ct, out, *args):
+    raise NotImplementedError(
+        f"no derivative rule for {op!r} (operand types "
+        f"{', '.join(str(a.type) for a in args)}): a custom-call target is opaque native "
+        "code; wrap the function that calls it in hlodsl.custom_vjp (or custom_jvp) and "
+        "give its derivative there")

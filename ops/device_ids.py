@@ -28,3 +28,10 @@ class PartitionId(HloOp, opcode="partition-id"):
 
     def result_type(self):
         return ArrayType(uint32, ())
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import nondifferentiable  # noqa: E402
+
+nondifferentiable(ReplicaId, PartitionId)

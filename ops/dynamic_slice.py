@@ -96,3 +96,26 @@ class DynamicUpdateSlice(HloOp, opcode="dynamic-update-slice"):
         out = np.array(x, copy=True)
         out[_clamped(starts, out.shape, np.shape(update))] = update
         return out
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: DynamicSlice, ct, out, x, *starts):
+    # ct written into zeros at the same (equally clamped) starts; indices take none.
+    from ._ad import full_like
+
+    return (DynamicUpdateSlice()(full_like(x, 0), ct, *starts),) + (None,) * len(starts)
+
+
+@vjp_rule.dispatch
+def _(op: DynamicUpdateSlice, ct, out, x, update, *starts):
+    # The operand's ct is ct with the overwritten window zeroed; the update's is that window.
+    from ._ad import full_like
+
+    ct_x = DynamicUpdateSlice()(ct, full_like(update, 0), *starts)
+    ct_update = DynamicSlice(update.shape)(ct, *starts)
+    return (ct_x, ct_update) + (None,) * len(starts)

@@ -141,3 +141,86 @@ class Gather(HloOp, opcode="gather"):
         if self.indices_are_sorted:
             out.append("indices_are_sorted=true")
         return out
+
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+from hlodsl.array import array  # noqa: E402
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+def _add(a, b):
+    from .binary import Add
+    return Add()(a, b)
+
+
+def _and(a, b):
+    from .binary import And
+    return And()(a, b)
+
+
+def clamp_starts(indices, index_vector_dim: int, start_index_map, operand_shape, window):
+    """``indices`` with each start clamped into ``[0, dim - window]``, as gather clamps them.
+
+    ``window`` holds the window size of every operand dimension (gather's
+    ``slice_sizes``). Scatter skips out-of-range windows instead, so a scatter
+    given these indices touches exactly the elements the gather read.
+
+    >>> import hlodsl as hd
+    >>> clamp_starts(hd.array(np.int32([[-1], [2], [9]])), 1, (0,), (5,), (2,))
+    hlodsl.Array[int32, (3, 1)](
+      [[0],
+       [2],
+       [3]])
+    """
+    from .broadcast import Broadcast
+    from .clamp import Clamp
+
+    np_dtype = indices.dtype.np_dtype
+    top = np.iinfo(np_dtype).max  # a bound past the type's range clamps nothing
+    hi = np.asarray([min(operand_shape[d] - window[d], top) for d in start_index_map], np_dtype)
+    if index_vector_dim == indices.ndim:  # implicit index vectors of one entry
+        hi = Broadcast(indices.shape)(array(hi.reshape(())))
+    else:
+        hi = Broadcast(indices.shape, (index_vector_dim,))(array(hi))
+    return Clamp()(array(np.zeros((), np_dtype)), indices, hi)
+
+
+def starts_in_bounds(indices, index_vector_dim: int, start_index_map, operand_shape, window):
+    """pred over the index batch shape: the window at this start lies inside the operand.
+
+    >>> import hlodsl as hd
+    >>> starts_in_bounds(hd.array(np.int32([[-1], [2], [4]])), 1, (0,), (5,), (2,))
+    hlodsl.Array[pred, (3,)]([False,  True, False])
+    """
+    from .compare import Compare
+    from .reduce import Reduce
+
+    clamped = clamp_starts(indices, index_vector_dim, start_index_map, operand_shape, window)
+    fits = Compare("EQ")(clamped, indices)
+    if index_vector_dim == indices.ndim:
+        return fits
+    return Reduce(_and, (index_vector_dim,))(fits, array(np.bool_(True)))
+
+
+@vjp_rule.dispatch
+def _(op: Gather, ct, out, x, indices):
+    # Scatter-add ct into zeros at the starts gather used (clamped, so none is skipped).
+    from ._ad import full_like
+    from .scatter import Scatter
+
+    if ct.size == 0 or 0 in op.slice_sizes:
+        return full_like(x, 0), None
+    starts = clamp_starts(indices, op.index_vector_dim, op.start_index_map, x.shape,
+                          op.slice_sizes)
+    scatter_add = Scatter(_add, update_window_dims=op.offset_dims,
+                          inserted_window_dims=op.collapsed_slice_dims,
+                          scatter_dims_to_operand_dims=op.start_index_map,
+                          index_vector_dim=op.index_vector_dim,
+                          input_batching_dims=op.operand_batching_dims,
+                          scatter_indices_batching_dims=op.start_indices_batching_dims,
+                          indices_are_sorted=op.indices_are_sorted)
+    return scatter_add(full_like(x, 0), starts, ct), None

@@ -44,3 +44,10 @@ class Iota(HloOp, opcode="iota"):
     def reference(self):
         idx = np.indices(self.shape)[self.iota_dimension]
         return idx.astype(self.dtype.np_dtype)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import nondifferentiable  # noqa: E402
+
+nondifferentiable(Iota)

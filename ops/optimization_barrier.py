@@ -45,3 +45,22 @@ class OptimizationBarrier(HloOp, opcode="opt-barrier"):
 
     def reference(self, *arrays):
         return tuple(arrays)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.array import Array  # noqa: E402
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.dtypes import Inexact  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: OptimizationBarrier, ct, out, *values):
+    # The identity on each value; tokens and integer values take no cotangent.
+    return tuple(c if isinstance(v, Array) and issubclass(v.dtype, Inexact) else None
+                 for c, v in zip(ct, values))
+
+
+@jvp_rule.dispatch
+def _(op: OptimizationBarrier, tangents: tuple, out, *values):
+    return tuple(tangents)

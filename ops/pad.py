@@ -81,3 +81,27 @@ class Pad(HloOp, opcode="pad"):
         out = np.pad(out, widths, constant_values=value)
         return out[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for lo, hi, n in
                          zip(self.low, self.high, out.shape))]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Pad, ct, out, x, value):
+    # The operand's ct: undo the edge padding (a crop becomes a zero pad), then take
+    # every (interior + 1)-th element. The padding value's: the sum of ct over the
+    # padded positions, i.e. the total of ct less the total of the operand's part.
+    from hlodsl.array import array
+
+    from ._ad import full_like, sub, sum_dims
+    from .slice import Slice
+
+    if not op.low:  # a scalar operand: the identity
+        return ct, full_like(value, 0)
+    zero = array(np.zeros((), ct.dtype.np_dtype))
+    unpadded = Pad(tuple(-lo for lo in op.low), tuple(-hi for hi in op.high))(ct, zero)
+    ct_x = Slice((0,) * x.ndim, unpadded.shape, tuple(i + 1 for i in op.interior))(unpadded)
+    total = sum_dims(ct, tuple(range(ct.ndim)))
+    return ct_x, sub(total, sum_dims(ct_x, tuple(range(ct_x.ndim))))

@@ -54,3 +54,17 @@ class ReducePrecision(HloOp, opcode="reduce-precision"):
 
     def attributes(self, operand_types, result_type, ctx):
         return [f"exponent_bits={self.exponent_bits}", f"mantissa_bits={self.mantissa_bits}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import nondifferentiable, vjp_rule  # noqa: E402
+
+# Piecewise constant, as the other roundings (ops/unary.py).
+nondifferentiable(RoundNearestAfz)
+
+
+@vjp_rule.dispatch
+def _(op: ReducePrecision, ct, out, x):
+    # As jax: treated as the identity, with the cotangent rounded the same way.
+    return (op(ct),)

@@ -105,32 +105,38 @@ def _(op: Reduce, ct, out, *args):
             f"no derivative rule for the variadic {op!r} ({n} operands): only the "
             "value results of sum, max, min and product reductions are differentiated")
     x, init = args
+    if not op.dimensions:  # NOTE: XLA returns the operand as is; init takes no part
+        return ct, None
     kind = reduction_kind(op, x.dtype)
     kept = tuple(d for d in range(x.ndim) if d not in op.dimensions)
     spread = Broadcast(x.shape, kept)
     if kind == "add":
         return spread(ct), sum_dims(ct, tuple(range(ct.ndim)))
     if kind in ("max", "min"):
-        # The cotangent is shared equally among the elements equal to the result.
+        # The cotangent is shared equally among the elements equal to the result,
+        # the initial value included (it wins where it beats every element).
+        from ._ad import add
         from .convert import Convert
 
         ones = Convert(x.dtype)(Compare("EQ")(x, spread(out)))
-        count = sum_dims(ones, op.dimensions)
-        return mul(spread(div(ct, count)), ones), None
+        init_wins = Convert(x.dtype)(Compare("EQ")(Broadcast(out.shape)(init), out))
+        share = div(ct, add(sum_dims(ones, op.dimensions), init_wins))
+        return mul(spread(share), ones), sum_dims(mul(share, init_wins), tuple(range(ct.ndim)))
     if kind == "mul":
         # d out / d x_i = product of the others: out / x_i with no zero in the group;
         # with exactly one zero, the product of the non-zeros at that zero; else 0.
         zero, one = full_like(x, 0), full_like(x, 1)
         is_zero = Compare("EQ")(x, zero)
-        nonzero_prod = Reduce(op.computation, op.dimensions)(Select()(is_zero, one, x),
-                                                            full_like(init, 1))
+        # The initial value is one more factor: of the non-zeros' product, and of ct_init.
+        nonzero_prod = Reduce(op.computation, op.dimensions)(Select()(is_zero, one, x), init)
         zeros = sum_dims(Select()(is_zero, one, zero), op.dimensions)
         p, z = spread(nonzero_prod), spread(zeros)
         none = Compare("EQ")(z, zero)
         single = Compare("EQ")(z, one)
         d = Select()(none, div(p, Select()(is_zero, one, x)),
                      Select()(single, Select()(is_zero, p, zero), zero))
-        return mul(spread(ct), d), None
+        prod_x = Reduce(op.computation, op.dimensions)(x, full_like(init, 1))
+        return mul(spread(ct), d), sum_dims(mul(ct, prod_x), tuple(range(ct.ndim)))
     raise NotImplementedError(
         f"no derivative rule for {op!r}: its computation is not a single add, maximum, "
         "minimum or multiply of its two parameters")

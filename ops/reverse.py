@@ -37,3 +37,13 @@ class Reverse(HloOp, opcode="reverse"):
 
     def reference(self, x):
         return np.flip(x, self.dimensions)
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Reverse, ct, out, x):
+    return (Reverse(op.dimensions)(ct),)

@@ -85,3 +85,11 @@ class RngBitGenerator(HloOp, opcode="rng-bit-generator"):
 
     def attributes(self, operand_types, result_type, ctx):
         return [f"algorithm=rng_{self.algorithm}"]
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import nondifferentiable  # noqa: E402
+
+# Random draws carry no derivative with respect to their parameters or state.
+nondifferentiable(Rng, RngBitGenerator)

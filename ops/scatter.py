@@ -135,3 +135,119 @@ class Scatter(HloOp, opcode="scatter"):
             out.append("unique_indices=true")
         out.append(f"to_apply={ctx.computation(self._comp(self._split(operand_types)[0]))}")
         return out
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from hlodsl.array import array  # noqa: E402
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.dtypes import int32  # noqa: E402
+
+
+def combiner_kind(op: Scatter, dtype) -> str | None:
+    """'overwrite' when ``op.computation`` returns its update; 'add', 'mul', 'max' or
+    'min' when it is that one binary op of its two parameters; else None.
+
+    >>> import hlodsl as hd
+    >>> combiner_kind(Scatter(lambda a, b: b, (), (0,), (0,), 1), hd.float32)
+    'overwrite'
+    """
+    from .binary import Add, Maximum, Minimum, Multiply
+
+    scalar = ArrayType(dtype, ())
+    comp = stage_computation(op.computation, (scalar, scalar))
+    root = comp.root
+    if root is comp.params[1]:
+        return "overwrite"
+    if len(comp.nodes) != 3 or set(root.operands) != set(comp.params):
+        return None
+    return {Add: "add", Maximum: "max", Minimum: "min", Multiply: "mul"}.get(type(root.op))
+
+
+def _overwrite(a, b):
+    return b
+
+
+def _window_gather(op: Scatter, operand_shape, updates_shape):
+    """The gather reading, at each scatter start, the window the scatter writes."""
+    from .gather import Gather
+
+    skipped = op.inserted_window_dims + op.input_batching_dims
+    window = iter(updates_shape[d] for d in op.update_window_dims)
+    sizes = tuple(1 if d in skipped else next(window) for d in range(len(operand_shape)))
+    gather = Gather(offset_dims=op.update_window_dims,
+                    collapsed_slice_dims=op.inserted_window_dims,
+                    start_index_map=op.scatter_dims_to_operand_dims,
+                    index_vector_dim=op.index_vector_dim, slice_sizes=sizes,
+                    operand_batching_dims=op.input_batching_dims,
+                    start_indices_batching_dims=op.scatter_indices_batching_dims,
+                    indices_are_sorted=op.indices_are_sorted)
+    return gather, sizes
+
+
+@vjp_rule.dispatch
+def _(op: Scatter, ct, out, *args):
+    # As jax's scatter-add transpose and scatter (overwrite) jvp, with XLA's rule that
+    # a window reaching outside the operand is skipped: such updates take zero.
+    from ._ad import full_like
+    from .compare import Compare, Select
+    from .gather import clamp_starts, starts_in_bounds
+
+    n = (len(args) - 1) // 2
+    kind = combiner_kind(op, args[0].dtype) if n == 1 else None
+    if kind not in ("add", "overwrite"):
+        what = f"{n} operands" if n != 1 else f"computation {kind or 'other'}"
+        raise NotImplementedError(
+            f"no derivative rule for {op!r} ({what}): only scatters of one operand that "
+            "add or overwrite are differentiated; write the update another way, or wrap "
+            "it in hlodsl.custom_vjp")
+    x, indices, updates = args
+    zero = full_like(updates, 0)
+    if updates.size == 0:
+        return ct, None, zero
+    gather, sizes = _window_gather(op, x.shape, updates.shape)
+    starts = clamp_starts(indices, op.index_vector_dim, op.scatter_dims_to_operand_dims,
+                          x.shape, sizes)
+    window = gather(ct, starts)
+    if kind == "add":
+        fits = starts_in_bounds(indices, op.index_vector_dim,
+                                op.scatter_dims_to_operand_dims, x.shape, sizes)
+        return ct, None, Select()(_spread(fits, op, updates), window, zero)
+    # Overwrite: number the update windows from 1 and scatter the numbers the same
+    # way; an update takes ct where its number landed, the operand where none did.
+    ids, nothing = _window_ids(op, updates), _int32_zeros(x.shape)
+    landed = attrs.evolve(op, computation=_overwrite)(nothing, indices, ids)
+    untouched = Compare("EQ")(landed, nothing)
+    won = Compare("EQ")(gather(landed, starts), ids)
+    return Select()(untouched, ct, full_like(ct, 0)), None, Select()(won, window, zero)
+
+
+def _spread(per_window, op: Scatter, updates):
+    """A value per update window (index batch shape), repeated over the window."""
+    from .broadcast import Broadcast
+
+    scatter_dims = tuple(d for d in range(updates.ndim) if d not in op.update_window_dims)
+    return Broadcast(updates.shape, scatter_dims)(per_window)
+
+
+def _int32_zeros(shape):
+    from .broadcast import Broadcast
+
+    return Broadcast(shape)(array(np.int32(0)))
+
+
+def _window_ids(op: Scatter, updates):
+    """int32 numbers 1, 2, ... of the update windows, repeated over each window."""
+    from .binary import Add
+    from .broadcast import Broadcast
+    from .iota import Iota
+    from .reshape import Reshape
+
+    batch = tuple(n for d, n in enumerate(updates.shape) if d not in op.update_window_dims)
+    count = math.prod(batch)
+    ids = Add()(Iota(int32, (count,))(), Broadcast((count,))(array(np.int32(1))))
+    return _spread(Reshape(batch)(ids), op, updates)

@@ -66,3 +66,29 @@ class Slice(HloOp, opcode="slice"):
     def reference(self, x):
         return x[tuple(slice(lo, hi, s) for lo, hi, s in
                        zip(self.start_indices, self.limit_indices, self.strides))]
+
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: Slice, ct, out, x):
+    # The transpose of a strided window: ct spread back with (stride - 1) zeros
+    # between its elements and zeros around them, i.e. ct padded.
+    import numpy as np
+
+    from hlodsl.array import array
+
+    from ._ad import full_like
+    from .pad import Pad
+
+    if ct.size == 0:
+        return (full_like(x, 0),)
+    high = tuple(n - lo - (m - 1) * s - 1 for n, lo, m, s in
+                 zip(x.shape, op.start_indices, ct.shape, op.strides))
+    interior = tuple(s - 1 for s in op.strides)
+    zero = array(np.zeros((), ct.dtype.np_dtype))
+    return (Pad(op.start_indices, high, interior)(ct, zero),)

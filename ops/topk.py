@@ -56,3 +56,26 @@ class TopK(HloOp, opcode="topk"):
             idx = np.argsort(x, -1, kind="stable")
         idx = idx[..., : self.k].astype(np.int32)
         return np.take_along_axis(x, idx, -1), idx
+
+
+# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+
+from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+
+
+@vjp_rule.dispatch
+def _(op: TopK, ct, out, x):
+    # The values' cotangent goes back to the positions they were taken from.
+    from .sort import scatter_along
+
+    return (scatter_along(x, x.ndim - 1, out[1], ct[0]),)
+
+
+@jvp_rule.dispatch
+def _(op: TopK, tangents: tuple, out, x):
+    # The tangent at the chosen positions (the int indices take none).
+    from .sort import take_along
+
+    if tangents[0] is None:
+        return None
+    return take_along(tangents[0], x.ndim - 1, out[1]), None
