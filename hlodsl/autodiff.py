@@ -73,22 +73,34 @@ def jvp_rule(op: HloOp, tangents: tuple, out, *args):
 
     The default transposes ``vjp_rule``: the pullback ``ct -> vjp_rule(op, ct,
     ...)`` is linear, and the reverse-mode derivative of a linear map applied
-    to the tangents is the forward-mode derivative of ``op``.
+    to the tangents is the forward-mode derivative of ``op``. Only the
+    differentiable results (not integer indices, not tokens) get tangents.
     """
-    ct0 = _map_leaves(out, zeros_like_array)
+    leaves = _leaves(out)
+    moving_out = [i for i, o in enumerate(leaves) if _differentiable(o)]
     moving = [i for i, t in enumerate(tangents) if t is not None]
+    if not moving_out or not moving:
+        return None
     present: list[int] = []
 
-    def pullback(ct):
-        cts = tuple(vjp_rule(op, ct, out, *args))
+    def pullback(*cts_out):
+        it = iter(cts_out)
+        filled = [next(it) if i in moving_out else
+                  (zeros_like_array(o) if isinstance(o, Array) else None)
+                  for i, o in enumerate(leaves)]
+        cts = tuple(vjp_rule(op, _rebuild(out, iter(filled)), out, *args))
         # Operands without a tangent (constants) and cotangents the rule does
         # not give (None: no derivative) drop out of the transpose.
         present[:] = [i for i in moving if cts[i] is not None]
         return tuple(cts[i] for i in present)
 
-    _, transpose = vjp(pullback, ct0)
+    _, transpose = vjp(pullback, *(zeros_like_array(leaves[i]) for i in moving_out))
     given = tuple(tangents[i] for i in present)
-    return transpose(given)[0] if given else None
+    if not given:
+        return None
+    t_out = iter(transpose(given))
+    return _rebuild(out, iter([next(t_out) if i in moving_out else None
+                               for i in range(len(leaves))]))
 
 
 def nondifferentiable(*op_classes: type) -> None:
@@ -225,7 +237,8 @@ class Tape(_Trace):
                 cts_out = [acc.pop(id(leaf), None) for leaf in leaves]
                 if all(c is None for c in cts_out):
                     continue
-                filled = iter(c if c is not None else zeros_like_array(leaf)
+                filled = iter(c if c is not None else
+                              (zeros_like_array(leaf) if isinstance(leaf, Array) else None)
                               for c, leaf in zip(cts_out, leaves))
                 in_cts = rule(_rebuild(out, filled), out)
                 for a, c in zip(args, in_cts):

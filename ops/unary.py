@@ -174,7 +174,6 @@ def _rule(cls, derivative):
     register_rule(vjp_rule, cls, rule)
 
 
-_rule(Abs, lambda x, out: Sign()(x))
 _rule(Exp, lambda x, out: out)
 _rule(Expm1, lambda x, out: add(out, full_like(out, 1)))
 _rule(Log, lambda x, out: div(full_like(x, 1), x))
@@ -187,6 +186,14 @@ _rule(Tanh, lambda x, out: sub(full_like(out, 1), mul(out, out)))
 _rule(Sine, lambda x, out: Cosine()(x))
 _rule(Cosine, lambda x, out: neg(Sine()(x)))
 _rule(Tan, lambda x, out: add(full_like(out, 1), mul(out, out)))
+
+
+@vjp_rule.dispatch
+def _(op: Abs, ct, out, x):
+    # ct where x >= 0, -ct below: at 0 the derivative is taken as +1, as jax does.
+    from .compare import Compare, Select
+
+    return (Select()(Compare("GE")(x, full_like(x, 0)), ct, neg(ct)),)
 
 
 @vjp_rule.dispatch
