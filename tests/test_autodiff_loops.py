@@ -83,3 +83,41 @@ def test_reverse_mode_through_a_data_dependent_loop_is_refused_clearly():
 
     with pytest.raises(NotImplementedError, match="fori_loop|scan"):
         hd.grad(lambda x: xp.sum(f(x)))(hd.array(np.ones(2)))
+
+
+def test_a_training_loop_of_n_steps_is_one_executable_and_equals_stepping_eagerly():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(32, 3))
+    y = X @ np.float64([1.0, -2.0, 0.5])
+
+    def loss(w, X, y):
+        r = X @ w - y
+        return xp.mean(r * r)
+
+    def step(w, X, y):
+        return w - 0.1 * hd.grad(loss)(w, X, y)
+
+    @hd.compile
+    def train(X, y, steps):
+        return hd.fori_loop(0, steps, lambda i, w: step(w, X, y), xp.zeros(3))
+
+    before = hd.runtime.stats["compiles"]
+    w = train(hd.array(X), hd.array(y), 50)
+    assert hd.runtime.stats["compiles"] == before + 1
+    expected = hd.array(np.zeros(3))
+    for _ in range(50):  # the same steps, each its own compiled call
+        expected = STEP(expected, hd.array(X), hd.array(y))
+    np.testing.assert_allclose(np.asarray(w), np.asarray(expected), rtol=1e-12, atol=1e-14)
+    # and the training loop itself is differentiable in its data (reverse through fori_loop)
+    g = hd.grad(lambda y: xp.sum(train.fn(hd.array(X), y, 5)))(hd.array(y))
+
+    def train_jax(y):
+        def jstep(i, w):
+            return w - 0.1 * jax.grad(lambda w: jnp.mean((X @ w - y) ** 2))(w)
+        return jnp.sum(jax.lax.fori_loop(0, 5, jstep, jnp.zeros(3)))
+
+    np.testing.assert_allclose(np.asarray(g), jax.grad(train_jax)(y), rtol=1e-10, atol=1e-12)
+
+
+STEP = hd.compile(lambda w, X, y: w - 0.1 * hd.grad(
+    lambda w: xp.mean((X @ w - y) * (X @ w - y)))(w))
