@@ -153,6 +153,29 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
         _, comp = self._comp(operand_types[len(operand_types) // 2:])
         return [window_text(self), f"to_apply={ctx.computation(comp)}"]
 
+    def stage(self, builder, args):
+        # NOTE: XLA's algebraic simplifier (jaxlib 0.10.2) aborts the whole process
+        # (a failed CHECK) on a window of size 1 with negative padding. Negative
+        # padding of an undilated dimension only drops elements: stage it as a slice
+        # of the operands and a reduce-window without it (same result).
+        cut = [d for d, (lo, hi) in enumerate(self.padding)
+               if (lo < 0 or hi < 0) and self.base_dilations[d] == 1]
+        if not cut:
+            return super().stage(builder, args)
+        from .slice import Slice
+
+        types = tuple(a.type for a in args)
+        self.result_type(*types)  # errors name the op the user wrote
+        n = len(args) // 2
+        shape = args[0].shape
+        start = tuple(-lo if d in cut and lo < 0 else 0 for d, (lo, _) in enumerate(self.padding))
+        limit = tuple(s + hi if d in cut and hi < 0 else s
+                      for d, (s, (_, hi)) in enumerate(zip(shape, self.padding)))
+        padding = tuple((max(lo, 0), max(hi, 0)) if d in cut else (lo, hi)
+                        for d, (lo, hi) in enumerate(self.padding))
+        trimmed = [Slice(start, limit)(a) for a in args[:n]]
+        return attrs.evolve(self, padding=padding)(*trimmed, *args[n:])
+
 
 # -- derivatives (hlodsl.autodiff) ------------------------------------------------
 # A sum window's cotangent spreads ct back over each window: ct padded (strides
