@@ -19,7 +19,7 @@ import numpy as np
 
 from .array import Array, Token
 
-__all__ = ["flatten", "unflatten", "flat_treedef", "LEAF"]
+__all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map"]
 
 LEAF = "*"
 
@@ -109,3 +109,33 @@ def _unflatten(td, it):
         return obj
     # namedtuple
     return kind(*(_unflatten(c, it) for c in td[1]))
+
+
+def tree_leaves(tree) -> list:
+    """The arrays of a structure, in ``flatten``'s order.
+
+    >>> import hlodsl as hd
+    >>> hd.tree_leaves({"w": hd.array([1.0]), "layers": [(hd.array(2.0), 3)]})
+    [hlodsl.Array[float64, (1,)]([1.]), hlodsl.Array[float64, ()](2.)]
+    """
+    return flatten(tree)[0]
+
+
+def tree_map(f, tree, *rest):
+    """``f`` applied leaf by leaf to structures of arrays of the same nesting.
+
+    Non-array values (static leaves) are kept from ``tree``.
+
+    >>> import hlodsl as hd
+    >>> hd.tree_map(lambda a, b: a + b, {"x": hd.array([1.0])}, {"x": hd.array([2.0])})
+    {'x': hlodsl.Array[float64, (1,)]([3.])}
+    """
+    leaves, treedef = flatten(tree)
+    others = []
+    for other in rest:
+        other_leaves, other_def = flatten(other)
+        if other_def != treedef:
+            raise ValueError(f"tree_map: the structures differ: {treedef} and {other_def}")
+        others.append(other_leaves)
+    return unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+

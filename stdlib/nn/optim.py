@@ -23,7 +23,7 @@ import numpy as np
 
 from hlodsl.array import Array, array
 from hlodsl.dtypes import Inexact
-from hlodsl.tree import flatten, unflatten
+from hlodsl.tree import flatten, tree_map, unflatten
 
 from ..data_types import astype
 from ..elementwise import sqrt
@@ -38,24 +38,6 @@ class Optimizer(NamedTuple):
 
     init: Callable
     update: Callable
-
-
-def tree_map(f: Callable, tree, *rest):
-    """``f`` applied leaf by leaf to structures of arrays with the same shape of nesting.
-
-    >>> import hlodsl as hd
-    >>> tree_map(lambda a, b: a + b, {"x": hd.array([1.0])}, {"x": hd.array([2.0])})
-    {'x': hlodsl.Array[float64, (1,)]([3.])}
-    """
-    leaves, treedef = flatten(tree)
-    others = []
-    for other in rest:
-        other_leaves, other_def = flatten(other)
-        if other_def != treedef:
-            raise fail(ValueError, "tree_map: the structures differ (the gradients or state "
-                                   "must have the parameters' structure)")
-        others.append(other_leaves)
-    return unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
 
 def _zeros_like(p: Array) -> Array:
