@@ -90,7 +90,7 @@ def instructions(cfg: Settings) -> list[dict]:
     hp = [(hd.array(W), hd.array(b)) for W, b in params]
     ours = str(hd.code_hlo(hd.grad(ours_loss), hp, hd.array(x), hd.array(y), optimize=True))
     peer = jax.jit(jax.grad(jax_loss)).lower(params, x, y).compile().as_text()
-    return [row("4. autodiff", "MLP 784-512-512-10 b128 grad: HLO instructions after XLA",
+    return [row("5. autodiff", "MLP 784-512-512-10 b128 grad: HLO instructions after XLA",
                 "hd.grad", count_instructions(ours), "jax.grad", count_instructions(peer),
                 unit="instr")]
 
@@ -115,7 +115,7 @@ def training_step(cfg: Settings) -> list[dict]:
         np.testing.assert_allclose(np.asarray(b), np.asarray(d), rtol=1e-4, atol=1e-6)
     t = compare({"ours": "f(p, x, y)[0][0]._buf.block_until_ready()",
                  "peer": "jf(jp, jx, jy)[0][0].block_until_ready()"}, ns, cfg)
-    return [row("4. autodiff", "MLP training step (SGD), per call", "hd.compile",
+    return [row("5. autodiff", "MLP training step (SGD), per call", "hd.compile",
                 t["ours"], "jax.jit", t["peer"], unit="ms")]
 
 
@@ -137,7 +137,7 @@ def grad_compile(cfg: Settings) -> list[dict]:
         jax.jit(lambda *a: jax_step(*a)).lower(jp, jx, jy).compile()
 
     t = time_once({"ours": ours, "peer": peer}, cfg)
-    return [row("4. autodiff", "MLP training step: staging + compile",
+    return [row("5. autodiff", "MLP training step: staging + compile",
                 "hd.compile(step), first call", t["ours"], "jax.jit(step).lower().compile()",
                 t["peer"], unit="ms")]
 

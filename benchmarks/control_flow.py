@@ -68,7 +68,7 @@ def _check(ours, peer) -> None:
     np.testing.assert_allclose(np.asarray(ours), np.asarray(peer), rtol=1e-5, atol=1e-6)
 
 
-SECTION = "5. control flow"
+SECTION = "6. control flow"
 CASE = f"fori_loop {STEPS} steps, x = 0.9x + 0.1 sin(x), {SIZE} f32"
 
 
