@@ -1,0 +1,364 @@
+"""Model benchmarks: VGG19 and the small CNN against jax.jit and PyTorch.
+
+Every row runs hlodsl and a peer side by side in this process (times
+interleaved, medians reported) and gives the ratio hlodsl / peer:
+
+1. ``forward``: VGG19 inference (``stdlib.models.vgg19``, 224x224 float32,
+   batch 1 and 8) compiled with ``hd.compile``, against ``jax.jit`` of the same
+   network written here with ``jax.lax`` (:func:`vgg19_jax`), PyTorch eager
+   (``torch.no_grad``, ``eval()``) and, when ``torch_compile=True``,
+   ``torch.compile`` of the PyTorch model. All sides get the same weights and
+   their outputs are checked equal first.
+2. ``compile_time``: staging + compiling the VGG19 forward pass and its
+   gradient (of ``sum(vgg19(params, x))`` with respect to the parameters),
+   ``hd.compile(f).entry(...)`` against ``jax.jit(f).lower(...).compile()``;
+   neither runs the program.
+3. ``small_cnn_step``: one SGD training step (cross-entropy, forward,
+   backward, update) of ``stdlib.models.small_cnn`` on 128 8x8 images, per call.
+4. ``memory``: XLA's compiled memory statistics of the VGG19 training step
+   (batch 8): hlodsl's ``Executable.memory_stats()`` against jax's
+   ``compiled.memory_analysis()``. These rows hold bytes, not times.
+
+A VGG19 forward pass at batch 8 takes seconds on two cores, so these rows use
+few repetitions (see ``_repeats``); ``run(quick=True)`` does not include this
+module (``python -m benchmarks --models`` does).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from .foundation import row
+
+__all__ = ["vgg19_jax", "forward", "compile_time", "small_cnn_step", "memory", "ALL"]
+
+SECTION = "8. models"
+IMAGE = 224
+LR = 0.01
+
+
+def vgg19_jax(params: dict, x):
+    """VGG19 (torchvision's layout, as ``stdlib.models.vgg19``) in ``jax.lax``: the peer.
+
+    ``params`` has the structure of ``models.vgg19_init``'s, as jax arrays.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from hlodsl.stdlib.models import VGG19_CONFIG
+
+    convs = iter(params["features"])
+    for item in VGG19_CONFIG:
+        if item == "M":
+            x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
+                                      "VALID")
+        else:
+            layer = next(convs)
+            x = jax.lax.conv_general_dilated(x, layer["weight"], (1, 1), ((1, 1), (1, 1)),
+                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
+            x = jnp.maximum(x + layer["bias"][None, :, None, None], 0.0)
+    if x.shape[2:] != (7, 7):  # the adaptive average pool is the identity only at 224
+        raise ValueError(f"vgg19_jax: needs 224x224 images, got {x.shape}")
+    x = x.reshape(x.shape[0], -1)
+    layers = params["classifier"]
+    for i, layer in enumerate(layers):
+        x = _linear(x, layer["weight"]) + layer["bias"]
+        if i < len(layers) - 1:
+            x = jnp.maximum(x, 0.0)
+    return x
+
+
+def _linear(x, w):
+    """``x @ w.T`` as one dot contracting ``w``'s dim 1, as ``nn.linear`` emits it.
+
+    (``x @ w.T`` in jax.numpy lowers to a transpose and a dot, and XLA:CPU then
+    copies the transposed weight on every call: 400 MB for VGG19's first layer.)
+    """
+    import jax
+
+    return jax.lax.dot_general(x, w, (((1,), (1,)), ((), ())))
+
+
+def _torch_vgg19(np_params: dict):
+    """torchvision's VGG19 built from ``torch.nn`` (torchvision is not needed), our weights."""
+    import torch
+    from torch import nn as tnn
+
+    from hlodsl.stdlib.models import VGG19_CONFIG
+
+    layers, c_in = [], 3
+    for item in VGG19_CONFIG:
+        if item == "M":
+            layers.append(tnn.MaxPool2d(2))
+        else:
+            layers += [tnn.Conv2d(c_in, item, 3, padding=1), tnn.ReLU(inplace=True)]
+            c_in = item
+    features = tnn.Sequential(*layers)
+    classifier = tnn.Sequential(tnn.Linear(512 * 7 * 7, 4096), tnn.ReLU(True), tnn.Dropout(),
+                                tnn.Linear(4096, 4096), tnn.ReLU(True), tnn.Dropout(),
+                                tnn.Linear(4096, 1000))
+    model = tnn.Sequential(features, tnn.AdaptiveAvgPool2d(7), tnn.Flatten(), classifier)
+    convs = [m for m in features if isinstance(m, tnn.Conv2d)]
+    linears = [m for m in classifier if isinstance(m, tnn.Linear)]
+    with torch.no_grad():
+        for module, p in zip(convs + linears, np_params["features"] + np_params["classifier"]):
+            module.weight.copy_(torch.from_numpy(np.array(p["weight"])))
+            module.bias.copy_(torch.from_numpy(np.array(p["bias"])))
+    return model.eval()
+
+
+_CACHE: dict = {}
+
+
+def _vgg_params():
+    """VGG19's parameters (torchvision's init) as hlodsl arrays and numpy arrays, once."""
+    if "vgg" not in _CACHE:
+        from hlodsl.stdlib import models, nn
+        from hlodsl.tree import flatten, unflatten
+
+        params = models.vgg19_init(nn.key(0))
+        leaves, tree = flatten(params)
+        _CACHE["vgg"] = params, unflatten(tree, [np.asarray(a) for a in leaves])
+    return _CACHE["vgg"]
+
+
+def _images(batch: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((batch, 3, IMAGE, IMAGE)).astype(
+        np.float32)
+
+
+def _repeats(batch: int, quick: bool) -> int:
+    """Timed calls per side (after one warm-up call): few, a batch-8 call takes seconds."""
+    if quick:
+        return 1
+    return 7 if batch == 1 else 3
+
+
+def _interleaved(fns: dict, repeat: int) -> dict[str, float]:
+    """Median seconds of one call of each function, calls interleaved, one warm-up each."""
+    for f in fns.values():
+        f()
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            samples[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def forward(cfg, batches=(1, 8), torch_compile: bool = False) -> list[dict]:
+    import jax
+    import torch
+
+    import hlodsl as hd
+    from hlodsl.stdlib import models
+
+    params, np_params = _vgg_params()
+    jparams = jax.device_put(np_params)
+    model = _torch_vgg19(np_params)
+    f, jf = hd.compile(models.vgg19), jax.jit(vgg19_jax)
+    compiled_model = None
+    if torch_compile:
+        t0 = time.perf_counter()
+        compiled_model = torch.compile(model)
+        with torch.no_grad():
+            compiled_model(torch.from_numpy(_images(1)))
+        torch_compile_s = time.perf_counter() - t0
+    rows = []
+    for batch in batches:
+        images = _images(batch)
+        x, jx, tx = hd.array(images), jax.device_put(images), torch.from_numpy(images)
+        ours = np.asarray(f(params, x))
+        with torch.no_grad():
+            theirs = model(tx).numpy()
+        np.testing.assert_allclose(ours, np.asarray(jf(jparams, jx)), rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-4)
+
+        def torch_eager():
+            with torch.no_grad():
+                model(tx)
+
+        fns = {"ours": lambda: f(params, x)._buf.block_until_ready(),
+               "jax": lambda: jf(jparams, jx).block_until_ready(),
+               "torch": torch_eager}
+        if compiled_model is not None:
+            def torch_compiled():
+                with torch.no_grad():
+                    compiled_model(tx)
+            fns["torch.compile"] = torch_compiled
+        n = _repeats(batch, cfg.quick)
+        t = _interleaved(fns, n)
+        case = f"VGG19 forward, batch {batch}, 224x224 f32 ({n} calls, median)"
+        rows.append(row(SECTION, case, "hd.compile", t["ours"], "jax.jit", t["jax"], unit="ms"))
+        rows.append(row(SECTION, case, "hd.compile", t["ours"], "torch eager (no_grad)",
+                        t["torch"], unit="ms"))
+        if compiled_model is not None:
+            rows.append(row(SECTION, case, "hd.compile", t["ours"], "torch.compile",
+                            t["torch.compile"], unit="ms",
+                            note=f"torch.compile's first call (compiling) took "
+                                 f"{torch_compile_s:.0f} s" if batch == batches[0] else ""))
+    return rows
+
+
+def _sum_loss_grad_fns():
+    import jax
+    import jax.numpy as jnp
+
+    import hlodsl as hd
+    import hlodsl.stdlib as xp
+    from hlodsl.stdlib import models
+
+    def ours(p, x):
+        return hd.grad(lambda p, x: xp.sum(models.vgg19(p, x)))(p, x)
+
+    def peer(p, x):
+        return jax.grad(lambda p, x: jnp.sum(vgg19_jax(p, x)))(p, x)
+
+    return ours, peer
+
+
+def compile_time(cfg) -> list[dict]:
+    import jax
+
+    import hlodsl as hd
+    from hlodsl.stdlib import models
+
+    params, np_params = _vgg_params()
+    images = _images(1)
+    x, jx = hd.array(images), jax.device_put(images)
+    jparams = jax.device_put(np_params)
+    grad_ours, grad_peer = _sum_loss_grad_fns()
+    rows = []
+    for name, ours_fn, peer_fn in (("forward", models.vgg19, vgg19_jax),
+                                   ("gradient of sum(vgg19(p, x))", grad_ours, grad_peer)):
+        def ours():
+            hd.compile(lambda *a: ours_fn(*a)).entry(params, x)
+
+        def peer():
+            jax.jit(lambda *a: peer_fn(*a)).lower(jparams, jx).compile()
+
+        n = 1 if cfg.quick else 3
+        t = _interleaved({"ours": ours, "peer": peer}, n)
+        rows.append(row(SECTION, f"VGG19 {name}, batch 1: staging + compile ({n}x, median)",
+                        "hd.compile(f).entry(...)", t["ours"],
+                        "jax.jit(f).lower(...).compile()", t["peer"], unit="ms"))
+    return rows
+
+
+def _cnn_fns():
+    import jax
+    import jax.numpy as jnp
+
+    import hlodsl as hd
+    from hlodsl.stdlib import models, nn
+
+    def ours_step(p, x, y):
+        g = hd.grad(lambda p, x, y: nn.cross_entropy(models.small_cnn(p, x), y))(p, x, y)
+        return nn.tree_map(lambda a, b: a - LR * b, p, g)
+
+    def cnn_jax(p, x):
+        for layer in p["conv"]:
+            x = jax.lax.conv_general_dilated(x, layer["weight"], (1, 1), "SAME",
+                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
+            x = jnp.maximum(x + layer["bias"][None, :, None, None], 0.0)
+            x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
+                                      "VALID")
+        x = x.reshape(x.shape[0], -1)
+        return _linear(x, p["dense"]["weight"]) + p["dense"]["bias"]
+
+    def jax_loss(p, x, y):
+        logits = cnn_jax(p, x)
+        logp = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def jax_step(p, x, y):
+        g = jax.grad(jax_loss)(p, x, y)
+        return jax.tree.map(lambda a, b: a - LR * b, p, g)
+
+    return ours_step, jax_step
+
+
+def small_cnn_step(cfg) -> list[dict]:
+    import jax
+
+    import hlodsl as hd
+    from hlodsl.stdlib import models, nn
+
+    from .timing import compare
+
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((128, 1, 8, 8)).astype(np.float32)
+    labels = rng.integers(0, 10, 128).astype(np.int32)
+    params = models.small_cnn_init(nn.key(0))
+    np_params = jax.tree.map(np.asarray, params, is_leaf=lambda a: isinstance(a, hd.Array))
+    ours_step, jax_step = _cnn_fns()
+    ns = {"f": hd.compile(ours_step), "jf": jax.jit(jax_step), "p": params,
+          "x": hd.array(images), "y": hd.array(labels), "jp": jax.device_put(np_params),
+          "jx": jax.device_put(images), "jy": jax.device_put(labels)}
+    new_ours = jax.tree.leaves(ns["f"](ns["p"], ns["x"], ns["y"]),
+                               is_leaf=lambda a: isinstance(a, hd.Array))
+    new_jax = jax.tree.leaves(ns["jf"](ns["jp"], ns["jx"], ns["jy"]))
+    for a, b in zip(new_ours, new_jax):  # the same step on both sides
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+    t = compare({"ours": "f(p, x, y)['dense']['bias']._buf.block_until_ready()",
+                 "peer": "jf(jp, jx, jy)['dense']['bias'].block_until_ready()"}, ns, cfg)
+    return [row(SECTION, "small CNN (8x8, 2 convs) SGD training step, batch 128, per call",
+                "hd.compile", t["ours"], "jax.jit", t["peer"], unit="µs")]
+
+
+def _vgg_train_fns():
+    import jax
+    import jax.numpy as jnp
+
+    import hlodsl as hd
+    from hlodsl.stdlib import models, nn
+
+    def ours_step(p, x, y):
+        g = hd.grad(lambda p, x, y: nn.cross_entropy(models.vgg19(p, x), y))(p, x, y)
+        return nn.tree_map(lambda a, b: a - LR * b, p, g)
+
+    def jax_loss(p, x, y):
+        logits = vgg19_jax(p, x)
+        logp = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def jax_step(p, x, y):
+        g = jax.grad(jax_loss)(p, x, y)
+        return jax.tree.map(lambda a, b: a - LR * b, p, g)
+
+    return ours_step, jax_step
+
+
+def memory(cfg, batch: int = 8) -> list[dict]:
+    import jax
+
+    import hlodsl as hd
+
+    params, np_params = _vgg_params()
+    images = _images(batch)
+    labels = np.arange(batch, dtype=np.int32)
+    ours_step, jax_step = _vgg_train_fns()
+    ours = hd.compile(ours_step).entry(params, hd.array(images), hd.array(labels)).exe
+    ours_m = ours.memory_stats()
+    peer = jax.jit(jax_step).lower(jax.device_put(np_params), jax.device_put(images),
+                                   jax.device_put(labels)).compile().memory_analysis()
+    peer_m = {k: getattr(peer, k) for k in ours_m}
+
+    def peak(m):
+        return (m["argument_size_in_bytes"] + m["output_size_in_bytes"]
+                + m["temp_size_in_bytes"] - m["alias_size_in_bytes"])
+
+    case = f"VGG19 SGD training step, batch {batch}: compiled memory"
+    return [row(SECTION, f"{case}, temporaries (MiB)", "hd.compile",
+                ours_m["temp_size_in_bytes"] / 2**20, "jax.jit",
+                peer_m["temp_size_in_bytes"] / 2**20, unit="MiB"),
+            row(SECTION, f"{case}, arguments + outputs + temporaries - aliased (MiB)",
+                "hd.compile", peak(ours_m) / 2**20, "jax.jit", peak(peer_m) / 2**20,
+                unit="MiB")]
+
+
+ALL = (forward, compile_time, small_cnn_step, memory)
