@@ -93,6 +93,27 @@ def reduction_kind(op: Reduce, dtype) -> str | None:
     return kinds.get(type(root.op))
 
 
+def _is_identity(init, kind: str) -> bool:
+    """Whether ``init`` is known (concrete, or a staged constant) to be max's or min's identity."""
+    import numpy as np
+
+    from hlodsl.structural import Constant
+
+    if init._buf is not None:
+        value = np.asarray(init)
+    elif init._node is not None and isinstance(init._node.op, Constant):
+        value = init._node.op.value
+    else:
+        return False
+    if np.issubdtype(value.dtype, np.floating) or value.dtype.kind == "V":
+        value = value.astype(np.float64)
+        return bool(value == (-np.inf if kind == "max" else np.inf))
+    if np.issubdtype(value.dtype, np.integer):
+        info = np.iinfo(value.dtype)
+        return bool(value == (info.min if kind == "max" else info.max))
+    return False
+
+
 @vjp_rule.dispatch
 def _(op: Reduce, ct, out, *args):
     from .broadcast import Broadcast
@@ -119,6 +140,8 @@ def _(op: Reduce, ct, out, *args):
         from .convert import Convert
 
         ones = Convert(x.dtype)(Compare("EQ")(x, spread(out)))
+        if _is_identity(init, kind):  # -inf for max: it never beats an element
+            return mul(spread(div(ct, sum_dims(ones, op.dimensions))), ones), None
         init_wins = Convert(x.dtype)(Compare("EQ")(Broadcast(out.shape)(init), out))
         share = div(ct, add(sum_dims(ones, op.dimensions), init_wins))
         return mul(spread(share), ones), sum_dims(mul(share, init_wins), tuple(range(ct.ndim)))
