@@ -42,35 +42,11 @@ TOL = {np.dtype(np.float16): dict(rtol=1e-3, atol=1e-3),
 
 # -- the harness ------------------------------------------------------------------
 
-def _apply(op, diff_pos, pick, args, diff):
-    """``op(*args)`` with ``args[diff_pos[i]]`` replaced by ``diff[i]``; result ``pick``."""
-    full = list(args)
-    for i, v in zip(diff_pos, diff):
-        full[i] = v
-    out = op(*full)
-    return out if pick is None else out[pick]
-
-
-def _pullback(op, diff_pos, pick, args, ct):
-    diff = [args[i] for i in diff_pos]
-    return hd.vjp(lambda *d: _apply(op, diff_pos, pick, args, d), *diff)[1](ct)
-
-
-def _tangent(op, diff_pos, pick, args, tangents):
-    diff = tuple(args[i] for i in diff_pos)
-    return hd.jvp(lambda *d: _apply(op, diff_pos, pick, args, d), diff, tuple(tangents))[1]
-
-
-# The op and its static layout are static arguments: one module per signature.
-PULLBACK = hd.compile(_pullback)
-TANGENT = hd.compile(_tangent)
-
-
-def _random(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "c":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+from ad_harness import PULLBACK, TANGENT  # noqa: E402
+from ad_harness import apply_op as _apply  # noqa: E402
+from ad_harness import pullback as _pullback  # noqa: E402
+from ad_harness import random_array as _random  # noqa: E402
+from ad_harness import tangent as _tangent  # noqa: E402
 
 
 def _close(got, want, dtype):

@@ -32,6 +32,8 @@ import hlodsl.stdlib as xp
 from hlodsl import ops
 from hlodsl.ops.triangular_solve import triangle
 
+import ad_harness  # noqa: E402
+
 SETTINGS = settings(max_examples=4, deadline=None)
 FEW = settings(max_examples=2, deadline=None)
 FLOATS = [np.float32, np.float64]
@@ -43,34 +45,11 @@ TOL = {np.dtype(np.float32): dict(rtol=2e-4, atol=2e-4),
 
 # -- the harness ------------------------------------------------------------------
 
-def _apply(op, diff_pos, pick, args, diff):
-    full = list(args)
-    for i, v in zip(diff_pos, diff):
-        full[i] = v
-    out = op(*full)
-    return out if pick is None else out[pick]
-
-
-def _pullback(op, diff_pos, pick, args, ct):
-    diff = [args[i] for i in diff_pos]
-    return hd.vjp(lambda *d: _apply(op, diff_pos, pick, args, d), *diff)[1](ct)
-
-
-def _tangent(op, diff_pos, pick, args, tangents):
-    diff = tuple(args[i] for i in diff_pos)
-    return hd.jvp(lambda *d: _apply(op, diff_pos, pick, args, d), diff, tuple(tangents))[1]
-
-
-# The op and its static layout are static arguments: one module per signature.
-PULLBACK = hd.compile(_pullback)
-TANGENT = hd.compile(_tangent)
-
-
-def _random(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "c":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+from ad_harness import PULLBACK, TANGENT  # noqa: E402
+from ad_harness import apply_op as _apply  # noqa: E402
+from ad_harness import pullback as _pullback  # noqa: E402
+from ad_harness import random_array as _random  # noqa: E402
+from ad_harness import tangent as _tangent  # noqa: E402
 
 
 def _close(got, want, dtype, scale=1.0):
@@ -204,18 +183,9 @@ def test_convolution_with_preferred_element_type_and_second_order():
 
 # -- windows -------------------------------------------------------------------------------
 
-def _add(a, b):
-    return ops.Add()(a, b)
-
-
-def _max(a, b):
-    return ops.Maximum()(a, b)
-
-
-def _min(a, b):
-    return ops.Minimum()(a, b)
-
-
+_add = ad_harness.add
+_max = ad_harness.maximum
+_min = ad_harness.minimum
 @st.composite
 def windows(draw, dilated: bool):
     rank = draw(st.integers(1, 3))
