@@ -270,16 +270,7 @@ def _cnn_fns():
         x = x.reshape(x.shape[0], -1)
         return _linear(x, p["dense"]["weight"]) + p["dense"]["bias"]
 
-    def jax_loss(p, x, y):
-        logits = cnn_jax(p, x)
-        logp = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
-        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
-
-    def jax_step(p, x, y):
-        g = jax.grad(jax_loss)(p, x, y)
-        return jax.tree.map(lambda a, b: a - LR * b, p, g)
-
-    return ours_step, jax_step
+    return ours_step, _jax_sgd_step(cnn_jax)
 
 
 def small_cnn_step(cfg) -> list[dict]:
@@ -311,9 +302,6 @@ def small_cnn_step(cfg) -> list[dict]:
 
 
 def _vgg_train_fns():
-    import jax
-    import jax.numpy as jnp
-
     import hlodsl as hd
     from hlodsl.stdlib import models, nn
 
@@ -321,8 +309,16 @@ def _vgg_train_fns():
         g = hd.grad(lambda p, x, y: nn.cross_entropy(models.vgg19(p, x), y))(p, x, y)
         return nn.tree_map(lambda a, b: a - LR * b, p, g)
 
+    return ours_step, _jax_sgd_step(vgg19_jax)
+
+
+def _jax_sgd_step(model):
+    """The peer's SGD step on mean cross-entropy of ``model(p, x)`` against int labels."""
+    import jax
+    import jax.numpy as jnp
+
     def jax_loss(p, x, y):
-        logits = vgg19_jax(p, x)
+        logits = model(p, x)
         logp = logits - jax.nn.logsumexp(logits, axis=1, keepdims=True)
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
@@ -330,7 +326,7 @@ def _vgg_train_fns():
         g = jax.grad(jax_loss)(p, x, y)
         return jax.tree.map(lambda a, b: a - LR * b, p, g)
 
-    return ours_step, jax_step
+    return jax_step
 
 
 def memory(cfg, batch: int = 8) -> list[dict]:
