@@ -1,6 +1,6 @@
 """Figure 3 of the XLA.jl paper for hlodsl's VGG19: HLO instructions by opcode.
 
-``python -m benchmarks.figure3 [--batch N] [--markdown]`` counts, for the
+``python -m benchmarks.figure3 [--batch N] [--layout NHWC]`` counts, for the
 VGG19 forward pass (``models.vgg19(params, x)``, 224x224 float32) and its
 backward pass (the gradient of ``sum(vgg19(params, x))`` with respect to the
 parameters, ``hd.grad``), the instructions of each opcode in the entry
@@ -19,6 +19,10 @@ computation (E) and in all computations (T), at three stages:
 - ``fused``: the module XLA:CPU compiles with default flags
   (``hd.code_hlo(f, ..., optimize=True)``): the fused computations' bodies
   are counted in T.
+
+``--layout NHWC`` counts the channels-last network instead
+(``models.vgg19(params, x, data_format="NHWC")`` on NHWC images, with
+``models.vgg19_to_channels_last`` parameters, and the jax peer in NHWC/HWIO).
 
 XLA reads ``XLA_FLAGS`` once, when the backend starts, so the XLA stages are
 compiled in child processes. ``compare`` directions are counted separately
@@ -125,7 +129,7 @@ def count_instructions(hlo_text: str) -> Counts:
 
 # -- the child process: compile the modules and write their texts --------------------------
 
-def _functions(batch: int):
+def _functions(batch: int, layout: str = "NCHW"):
     import numpy as np
 
     import hlodsl as hd
@@ -133,19 +137,25 @@ def _functions(batch: int):
     from hlodsl.stdlib import models, nn
 
     params = models.vgg19_init(nn.key(0))
-    x = hd.array(np.zeros((batch, 3, 224, 224), np.float32))
+    shape = (batch, 3, 224, 224)
+    if layout == "NHWC":
+        params, shape = models.vgg19_to_channels_last(params), (batch, 224, 224, 3)
+    x = hd.array(np.zeros(shape, np.float32))
+
+    def vgg19(p, x):  # the module's name, which the unfused stage's dump filter matches
+        return models.vgg19(p, x, data_format=layout)
 
     def backward(p, x):
-        return hd.grad(lambda p, x: xp.sum(models.vgg19(p, x)))(p, x)
+        return hd.grad(lambda p, x: xp.sum(vgg19(p, x)))(p, x)
 
-    return {"forward": models.vgg19, "backward": backward}, (params, x)
+    return {"forward": vgg19, "backward": backward}, (params, x)
 
 
-def _worker(out: str, stage: str, batch: int) -> None:
+def _worker(out: str, stage: str, batch: int, layout: str = "NCHW") -> None:
     """Write ``{out}/{pass}.{stage}.hlo`` for both passes (run with the stage's XLA_FLAGS)."""
     import hlodsl as hd
 
-    fns, args = _functions(batch)
+    fns, args = _functions(batch, layout)
     for name, f in fns.items():
         if stage == "emitted":
             text = hd.code_hlo(f, *args)
@@ -160,12 +170,14 @@ def _worker(out: str, stage: str, batch: int) -> None:
         with open(os.path.join(out, f"{name}.{stage}.hlo"), "w") as fh:
             fh.write(text)
     if stage != "unfused":  # the peer: jax.jit of the same network in jax.lax
-        for name, text in _jax_texts(stage, args).items():
+        for name, text in _jax_texts(stage, args, layout).items():
             with open(os.path.join(out, f"{name}.{stage}.jax.hlo"), "w") as fh:
                 fh.write(text)
 
 
-def _jax_texts(stage: str, args) -> dict[str, str]:
+def _jax_texts(stage: str, args, layout: str = "NCHW") -> dict[str, str]:
+    import functools
+
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -176,8 +188,8 @@ def _jax_texts(stage: str, args) -> dict[str, str]:
 
     leaves, tree = flatten(args)
     params, x = unflatten(tree, [np.asarray(a) for a in leaves])
-    fns = {"forward": vgg19_jax,
-           "backward": jax.grad(lambda p, x: jnp.sum(vgg19_jax(p, x)))}
+    peer = functools.partial(vgg19_jax, layout=layout)
+    fns = {"forward": peer, "backward": jax.grad(lambda p, x: jnp.sum(peer(p, x)))}
     out = {}
     for name, f in fns.items():
         lowered = jax.jit(f).lower(params, x)
@@ -186,7 +198,7 @@ def _jax_texts(stage: str, args) -> dict[str, str]:
     return out
 
 
-def _run_worker(out: str, stage: str, batch: int) -> None:
+def _run_worker(out: str, stage: str, batch: int, layout: str = "NCHW") -> None:
     env = dict(os.environ)
     if stage == "unfused":
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + f" --xla_dump_to={out}/dump"
@@ -195,18 +207,19 @@ def _run_worker(out: str, stage: str, batch: int) -> None:
                             " --xla_cpu_experimental_ynn_fusion_type=").strip()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     subprocess.run([sys.executable, "-m", "benchmarks.figure3", "--worker", out, stage,
-                    str(batch)], check=True, env=env, cwd=root)
+                    str(batch), layout], check=True, env=env, cwd=root)
 
 
-def collect(batch: int = 1, stages=STAGES) -> dict[tuple[str, str], Counts]:
+def collect(batch: int = 1, stages=STAGES, layout: str = "NCHW") -> dict[tuple[str, str], Counts]:
     """``{(pass, stage): Counts}`` for VGG19's forward and backward passes.
 
     Each stage is compiled in a child process (XLA reads its flags at start-up).
+    ``layout`` is the network's data format, "NCHW" (torch's) or "NHWC".
     """
     counts = {}
     with tempfile.TemporaryDirectory() as out:
         for stage in stages:
-            _run_worker(out, stage, batch)
+            _run_worker(out, stage, batch, layout)
             for name in PASSES:
                 with open(os.path.join(out, f"{name}.{stage}.hlo")) as fh:
                     counts[(name, stage)] = count_instructions(fh.read())
@@ -248,18 +261,21 @@ def main(argv=None) -> None:
                                      description="VGG19's HLO instruction counts by opcode "
                                                  "(the XLA.jl paper's figure 3)")
     parser.add_argument("--batch", type=int, default=1, help="images per batch (default 1)")
-    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--layout", choices=("NCHW", "NHWC"), default="NCHW",
+                        help="activation layout: NCHW/OIHW (torch's, default) or "
+                             "NHWC/HWIO (channels last)")
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        out, stage, batch = args.worker
-        _worker(out, stage, int(batch))
+        out, stage, batch, layout = args.worker
+        _worker(out, stage, int(batch), layout)
         return
     from . import machine
 
-    counts = collect(args.batch)
+    counts = collect(args.batch, layout=args.layout)
     print(f"Machine: {machine()}")
-    print(f"VGG19, 224x224 float32, batch {args.batch}; E = entry computation, "
-          "T = all computations\n")
+    print(f"VGG19 ({args.layout}), 224x224 float32, batch {args.batch}; E = entry "
+          "computation, T = all computations\n")
     print(table(counts))
 
 

@@ -33,34 +33,41 @@ import numpy as np
 
 from .foundation import row
 
-__all__ = ["vgg19_jax", "forward", "compile_time", "small_cnn_step", "memory", "ALL"]
+__all__ = ["vgg19_jax", "forward", "forward_channels_last", "compile_time", "small_cnn_step",
+           "memory", "ALL", "main"]
 
 SECTION = "8. models"
 IMAGE = 224
 LR = 0.01
 
 
-def vgg19_jax(params: dict, x):
+def vgg19_jax(params: dict, x, layout: str = "NCHW"):
     """VGG19 (torchvision's layout, as ``stdlib.models.vgg19``) in ``jax.lax``: the peer.
 
-    ``params`` has the structure of ``models.vgg19_init``'s, as jax arrays.
+    ``params`` has the structure of ``models.vgg19_init``'s, as jax arrays; with
+    ``layout="NHWC"``, ``x`` is channels-last and ``params`` are
+    ``models.vgg19_to_channels_last``'s (HWIO conv weights).
     """
     import jax
     import jax.numpy as jnp
 
     from hlodsl.stdlib.models import VGG19_CONFIG
 
+    last = layout == "NHWC"
+    window = (1, 2, 2, 1) if last else (1, 1, 2, 2)
+    numbers = ("NHWC", "HWIO", "NHWC") if last else ("NCHW", "OIHW", "NCHW")
     convs = iter(params["features"])
     for item in VGG19_CONFIG:
         if item == "M":
-            x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
-                                      "VALID")
+            x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, window, window, "VALID")
         else:
             layer = next(convs)
             x = jax.lax.conv_general_dilated(x, layer["weight"], (1, 1), ((1, 1), (1, 1)),
-                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
-            x = jnp.maximum(x + layer["bias"][None, :, None, None], 0.0)
-    if x.shape[2:] != (7, 7):  # the adaptive average pool is the identity only at 224
+                                             dimension_numbers=numbers)
+            b = layer["bias"] if last else layer["bias"][None, :, None, None]
+            x = jnp.maximum(x + b, 0.0)
+    # the adaptive average pool is the identity only at 224
+    if (x.shape[1:3] if last else x.shape[2:]) != (7, 7):
         raise ValueError(f"vgg19_jax: needs 224x224 images, got {x.shape}")
     x = x.reshape(x.shape[0], -1)
     layers = params["classifier"]
@@ -202,6 +209,67 @@ def forward(cfg, batches=(1, 8), torch_compile: bool = False) -> list[dict]:
                             note=f"torch.compile's first call (compiling) took "
                                  f"{torch_compile_s:.0f} s" if batch == batches[0] else ""))
     return rows
+
+
+def forward_channels_last(cfg, batch: int = 1) -> list[dict]:
+    """VGG19 forward with ``data_format="NHWC"`` against jax (NHWC and NCHW) and torch eager.
+
+    hlodsl's channels-last network (``vgg19_to_channels_last`` parameters, NHWC
+    images) against: its own NCHW network, ``jax.jit`` of the NHWC/HWIO peer and
+    of the NCHW/OIHW peer, torch eager (NCHW) and torch eager in
+    ``torch.channels_last`` memory format. Interleaved calls, medians.
+    """
+    import jax
+    import torch
+
+    import hlodsl as hd
+    from hlodsl.stdlib import models
+    from hlodsl.tree import flatten, unflatten
+
+    params, np_params = _vgg_params()
+    cl = models.vgg19_to_channels_last(params)
+    leaves, tree = flatten(cl)
+    np_cl = unflatten(tree, [np.asarray(a) for a in leaves])
+    jparams, jcl = jax.device_put(np_params), jax.device_put(np_cl)
+    model = _torch_vgg19(np_params)
+    model_cl = _torch_vgg19(np_params).to(memory_format=torch.channels_last)
+    f = hd.compile(models.vgg19)
+    jf = jax.jit(vgg19_jax, static_argnames="layout")
+    images = _images(batch)
+    nhwc = np.ascontiguousarray(images.transpose(0, 2, 3, 1))
+    x, xl = hd.array(images), hd.array(nhwc)
+    jx, jxl = jax.device_put(images), jax.device_put(nhwc)
+    tx = torch.from_numpy(images)
+    tx_cl = tx.contiguous(memory_format=torch.channels_last)
+    ours = np.asarray(f(cl, xl, data_format="NHWC"))
+    with torch.no_grad():
+        for want in (model(tx), model_cl(tx_cl)):
+            np.testing.assert_allclose(ours, want.numpy(), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(ours, np.asarray(f(params, x)), rtol=1e-3, atol=1e-4)
+    for out in (jf(jcl, jxl, layout="NHWC"), jf(jparams, jx)):
+        np.testing.assert_allclose(ours, np.asarray(out), rtol=1e-3, atol=1e-4)
+
+    def torch_eager(m, t):
+        def call():
+            with torch.no_grad():
+                m(t)
+        return call
+
+    fns = {"ours": lambda: f(cl, xl, data_format="NHWC")._buf.block_until_ready(),
+           "ours NCHW": lambda: f(params, x)._buf.block_until_ready(),
+           "jax NHWC": lambda: jf(jcl, jxl, layout="NHWC").block_until_ready(),
+           "jax NCHW": lambda: jf(jparams, jx).block_until_ready(),
+           "torch": torch_eager(model, tx),
+           "torch channels_last": torch_eager(model_cl, tx_cl)}
+    n = _repeats(batch, cfg.quick)
+    t = _interleaved(fns, n)
+    case = f"VGG19 forward NHWC, batch {batch}, 224x224 f32 ({n} calls, median)"
+    ours_label = 'hd.compile, data_format="NHWC"'
+    peers = [("ours NCHW", 'hd.compile, data_format="NCHW"'), ("jax NHWC", "jax.jit NHWC/HWIO"),
+             ("jax NCHW", "jax.jit NCHW/OIHW"), ("torch", "torch eager (no_grad), NCHW"),
+             ("torch channels_last", "torch eager (no_grad), channels_last")]
+    return [row(SECTION, case, ours_label, t["ours"], label, t[k], unit="ms")
+            for k, label in peers]
 
 
 def _sum_loss_grad_fns():
@@ -357,4 +425,25 @@ def memory(cfg, batch: int = 8) -> list[dict]:
                 unit="MiB")]
 
 
-ALL = (forward, compile_time, small_cnn_step, memory)
+ALL = (forward, compile_time, small_cnn_step, memory, forward_channels_last)
+
+
+def main(argv=None) -> None:
+    """``python -m benchmarks.vgg19 [--quick]``: the channels-last forward rows only."""
+    import argparse
+
+    from . import machine, table
+    from .timing import settings
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.vgg19",
+                                     description=forward_channels_last.__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one timed call per side")
+    parser.add_argument("--batch", type=int, default=1)
+    args = parser.parse_args(argv)
+    rows = forward_channels_last(settings(args.quick), args.batch)
+    print(f"Machine: {machine()}\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

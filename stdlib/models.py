@@ -3,7 +3,8 @@
 Each model is ``model(params, x)`` with ``params`` a structure of arrays
 (dicts and lists, torch's layouts), an ``*_init(key, ...)`` that draws one,
 and, for VGG19, ``vgg19_params_from_torch(state_dict)`` that loads
-torchvision's weights. They run eagerly and compile into one module;
+torchvision's weights and ``vgg19_to_channels_last(params)`` that converts
+them for the channels-last network (``vgg19(..., data_format="NHWC")``). They run eagerly and compile into one module;
 ``hd.grad`` gives gradients with the parameters' structure.
 
 >>> import numpy as np, hlodsl as hd
@@ -28,7 +29,7 @@ from . import nn
 from .manipulation import fail
 
 __all__ = ["mlp", "mlp_init", "small_cnn", "small_cnn_init", "vgg19", "vgg19_init",
-           "vgg19_params_from_torch", "VGG19_CONFIG"]
+           "vgg19_params_from_torch", "vgg19_to_channels_last", "VGG19_CONFIG"]
 
 
 def _draws(key, specs, dtype, kind: str) -> list:
@@ -178,7 +179,8 @@ def _vgg19_init(key, num_classes, hidden, in_channels, dtype):
     return {"features": features, "classifier": classifier}
 
 
-def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float = 0.5):
+def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float = 0.5,
+          data_format: str = "NCHW"):
     """VGG19 on ``(N, 3, H, W)`` images (H, W >= 32): ``(N, num_classes)`` logits.
 
     torchvision's layer order: 16 3x3 'SAME' convs with ReLU and five 2x2
@@ -186,22 +188,35 @@ def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float 
     linear-ReLU-dropout twice and a last linear. Dropout is off (evaluation)
     unless a ``dropout_key`` is given.
 
+    With ``data_format="NHWC"`` the images are channels-last ``(N, H, W, 3)``
+    and ``params`` must be in the channels-last layout of
+    :func:`vgg19_to_channels_last` (HWIO conv weights); the logits are the same.
+
     >>> import numpy as np, hlodsl as hd
     >>> p = vgg19_init(nn.key(0), num_classes=10, hidden=16)
     >>> hd.compile(vgg19)(p, hd.array(np.zeros((1, 3, 32, 32), np.float32))).shape
     (1, 10)
+    >>> q = vgg19_to_channels_last(p)
+    >>> hd.compile(vgg19)(q, hd.array(np.zeros((1, 32, 32, 3), np.float32)),
+    ...                   data_format="NHWC").shape
+    (1, 10)
     """
-    if x.ndim != 4 or min(x.shape[2:]) < 32:
-        raise fail(ShapeError, f"vgg19: x must be (N, C, H, W) with H, W >= 32 (five 2x2 "
-                               f"pools), got {x.type}")
+    last = data_format == "NHWC"
+    spatial = x.shape[1:3] if last else x.shape[2:]
+    if x.ndim != 4 or min(spatial) < 32 or data_format not in ("NCHW", "NHWC"):
+        layout = "(N, H, W, C)" if last else "(N, C, H, W)"
+        raise fail(ShapeError, f"vgg19: x must be {layout} with H, W >= 32 (five 2x2 "
+                               f"pools) and data_format 'NCHW' or 'NHWC', got {x.type} "
+                               f"and data_format={data_format!r}")
     convs = iter(params["features"])
     for item in VGG19_CONFIG:
         if item == "M":
-            x = nn.max_pool(x, 2)
+            x = nn.max_pool(x, 2, data_format=data_format)
         else:
             layer = next(convs)
-            x = nn.relu(nn.conv(x, layer["weight"], layer["bias"], padding=1))
-    x = nn.flatten(nn.adaptive_avg_pool(x, 7))
+            x = nn.relu(nn.conv(x, layer["weight"], layer["bias"], padding=1,
+                                data_format=data_format))
+    x = nn.flatten(nn.adaptive_avg_pool(x, 7, data_format=data_format))
     keys = nn.split(dropout_key, 2) if dropout_key is not None else (None, None)
     layers = params["classifier"]
     for i, layer in enumerate(layers):
@@ -211,6 +226,48 @@ def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float 
             if dropout_key is not None:
                 x = nn.dropout(keys[i], x, rate)
     return x
+
+
+def vgg19_to_channels_last(params: dict) -> dict:
+    """VGG19 parameters in torch's layout converted for ``vgg19(..., data_format="NHWC")``.
+
+    Conv weights go from OIHW to HWIO. The first linear layer's weight
+    ``(hidden, C * 7 * 7)`` has its columns permuted from torch's ``(C, H, W)``
+    flattening order to the ``(H, W, C)`` order of a flattened channels-last
+    map, so the logits do not change. Biases and the other linear layers are
+    kept. One compiled program does it (do it once, not per call).
+
+    >>> p = vgg19_to_channels_last(vgg19_init(nn.key(0), num_classes=10, hidden=16))
+    >>> p["features"][0]["weight"].shape, p["classifier"][0]["weight"].shape
+    ((3, 3, 3, 64), (16, 25088))
+    """
+    try:
+        features, classifier = params["features"], params["classifier"]
+        shapes = [layer["weight"].shape for layer in features]
+        first = classifier[0]["weight"].shape
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise fail(ValueError, "vgg19_to_channels_last: params must be vgg19's structure "
+                               "{'features': [{'weight', 'bias'}, ...], 'classifier': "
+                               "[...]}") from None
+    if any(len(s) != 4 for s in shapes) or len(first) != 2 or not shapes or \
+            first[1] != shapes[-1][0] * 49:
+        raise fail(ShapeError, f"vgg19_to_channels_last: expected OIHW conv weights and a "
+                               f"first linear weight (hidden, C * 7 * 7); got conv weights "
+                               f"{shapes} and a first linear weight {first}")
+    return _vgg19_to_channels_last(params)
+
+
+@compile
+def _vgg19_to_channels_last(params):
+    features = [{"weight": mp.permute_dims(layer["weight"], (2, 3, 1, 0)),
+                 "bias": layer["bias"]} for layer in params["features"]]
+    dense = params["classifier"][0]
+    w = dense["weight"]
+    c = params["features"][-1]["weight"].shape[0]
+    w = mp.reshape(mp.permute_dims(mp.reshape(w, (w.shape[0], c, 7, 7)), (0, 2, 3, 1)),
+                   w.shape)
+    classifier = [{"weight": w, "bias": dense["bias"]}] + list(params["classifier"][1:])
+    return {"features": features, "classifier": classifier}
 
 
 def vgg19_params_from_torch(state_dict) -> dict:

@@ -64,6 +64,27 @@ def test_vgg19_forward_matches_torch(vgg):
     rel_close(got, want, 1e-4)
 
 
+def test_vgg19_channels_last_matches_torch(vgg):
+    # NHWC images and vgg19_to_channels_last's params give torch's (NCHW) logits; at 64x64
+    # the last map is 2x2, so a wrong spatial order of the first dense layer's columns shows.
+    model, params, x = vgg
+    cl = models.vgg19_to_channels_last(params)
+    assert cl["features"][1]["weight"].shape == (3, 3, 64, 64)
+    w, w_cl = np.asarray(params["classifier"][0]["weight"]), cl["classifier"][0]["weight"]
+    np.testing.assert_array_equal(
+        np.asarray(w_cl), w.reshape(-1, 512, 7, 7).transpose(0, 2, 3, 1).reshape(w.shape))
+    big = np.random.default_rng(2).standard_normal((1, 3, 64, 64)).astype(np.float32)
+    for images in (x, big):
+        got = VGG19(cl, hd.array(np.ascontiguousarray(images.transpose(0, 2, 3, 1))),
+                    data_format="NHWC")
+        with torch.no_grad():
+            want = model(torch.from_numpy(images))
+        assert got.shape == want.shape
+        rel_close(got, want, 1e-4)
+    with pytest.raises(hd.ShapeError, match=r"vgg19: x must be \(N, H, W, C\)"):
+        VGG19(cl, hd.array(x), data_format="NHWC")
+
+
 def test_vgg19_full_size_forward_matches_torch():
     # torchvision's VGG19 as is: 224x224, batch 1, the 4096-4096-1000 classifier.
     torch.manual_seed(1)

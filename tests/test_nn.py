@@ -72,6 +72,59 @@ def test_conv_asymmetric_padding_pairs():
     close(got, want, rtol=1e-4, atol=1e-4)
 
 
+def last(a):
+    """Channels-first ``(N, C, *spatial)`` to channels-last ``(N, *spatial, C)``."""
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1))
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.sampled_from([1, 2, 3]), groups=st.sampled_from([1, 2]), stride=st.integers(1, 2),
+       padding=st.sampled_from([1, "SAME", ((1, 0),) * 3]), seed=st.integers(0, 99))
+def test_conv_channels_last_matches_torch(n, groups, stride, padding, seed):
+    # NHWC activations and HWIO weights: torch's result on the permuted inputs, moved back.
+    if padding == "SAME":
+        stride = 1
+    if isinstance(padding, tuple):
+        padding = padding[:n]
+    size = {1: 8, 2: 6, 3: 4}[n]
+    x = rand(2, 2 * groups, *(size,) * n, seed=seed)
+    w = rand(3 * groups, 2, *(3,) * n, seed=seed + 1)
+    b = rand(3 * groups, seed=seed + 2)
+    if isinstance(padding, tuple):
+        pairs = tuple(v for pair in reversed(padding) for v in pair)
+        want = TORCH_CONV[n](F.pad(t(x), pairs), t(w), t(b), stride=stride, groups=groups)
+    else:
+        want = TORCH_CONV[n](t(x), t(w), t(b), stride=stride, groups=groups,
+                             padding=padding.lower() if isinstance(padding, str) else padding)
+    hwio = np.ascontiguousarray(np.moveaxis(w, (0, 1), (-1, -2)))
+    got = both(lambda *a: nn.conv(*a, stride=stride, padding=padding, groups=groups,
+                                  data_format="NHWC"),
+               hd.array(last(x)), hd.array(hwio), hd.array(b))
+    close(got, last(want.numpy()), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("window,stride,padding", [(2, None, 0), ((2, 3), (1, 2), (1, 0))])
+def test_pooling_channels_last_matches_torch(window, stride, padding):
+    x = rand(2, 3, 7, 8)
+    X = hd.array(last(x))
+    close(both(lambda v: nn.max_pool(v, window, stride, padding, data_format="NHWC"), X),
+          last(F.max_pool2d(t(x), window, stride, padding).numpy()))
+    close(both(lambda v: nn.avg_pool(v, window, stride, padding, False, data_format="NHWC"),
+               X), last(F.avg_pool2d(t(x), window, stride, padding,
+                                     count_include_pad=False).numpy()))
+    for out in (3, 7):
+        close(both(lambda v: nn.adaptive_avg_pool(v, out, data_format="NHWC"), X),
+              last(F.adaptive_avg_pool2d(t(x), out).numpy()))
+
+
+def test_channels_last_errors():
+    x, w = hd.array(rand(1, 5, 5, 2)), hd.array(rand(3, 3, 3, 4))   # w wants 3 channels
+    with pytest.raises(hd.ShapeError, match=r"conv: x \(N, \*spatial, C\).*w.shape\[-2\]"):
+        nn.conv(x, w, data_format="NHWC")
+    with pytest.raises(ValueError, match="max_pool: data_format must be 'NCHW'.*'NWHC'"):
+        nn.max_pool(x, 2, data_format="NWHC")
+
+
 @pytest.mark.parametrize("window,stride,padding",
                          [(2, None, 0), (3, 2, 1), ((2, 3), (1, 2), (1, 0))])
 def test_pooling_matches_torch(window, stride, padding):
