@@ -6,13 +6,15 @@ building blocks they have in common, written with ops only.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from hlodsl.array import Array, array
 from hlodsl.autodiff import zeros_like_array
 
 __all__ = ["full_like", "zeros_like_array", "sum_to", "add", "mul", "neg", "sub", "div",
-           "sum_dims", "conj_if_complex"]
+           "sum_dims", "conj_if_complex", "inexact", "put", "vjp_through", "jvp_through"]
 
 
 def full_like(x: Array, value) -> Array:
@@ -81,3 +83,46 @@ def conj_if_complex(x: Array) -> Array:
         from .complex_parts import Complex, Imag, Real
         return Complex()(Real()(x), neg(Imag()(x)))
     return x
+
+
+# -- differentiating a function with its integer arguments held fixed ----------
+# (the rules of ops that hold functions: Call, Conditional, While, batch norm)
+
+def inexact(x) -> bool:
+    """Whether ``x`` has a floating or complex element type (it can carry a derivative)."""
+    from hlodsl.dtypes import Inexact
+    return issubclass(x.dtype, Inexact)
+
+
+def put(args, positions, values) -> list:
+    """A copy of ``args`` with ``args[positions[i]]`` replaced by ``values[i]``."""
+    full = list(args)
+    for i, v in zip(positions, values):
+        full[i] = v
+    return full
+
+
+def vjp_through(fn: Callable, args, ct) -> list:
+    """Cotangents of ``fn``'s arguments (None for integer ones) at ``args``, for ``ct``."""
+    from hlodsl.autodiff import vjp
+
+    moving = [i for i, a in enumerate(args) if inexact(a)]
+    cts: list = [None] * len(args)
+    if moving:
+        _, pullback = vjp(lambda *xs: fn(*put(args, moving, xs)),
+                          *(args[i] for i in moving))
+        for i, c in zip(moving, pullback(ct)):
+            cts[i] = c
+    return cts
+
+
+def jvp_through(fn: Callable, args, tangents) -> tuple:
+    """``(fn(*args), tangent of the result)``; a None tangent is zero, integers have none."""
+    from hlodsl.autodiff import jvp
+
+    moving = [i for i, a in enumerate(args) if inexact(a)]
+    ts = tuple(tangents[i] if tangents[i] is not None else zeros_like_array(args[i])
+               for i in moving)
+    return jvp(lambda *xs: fn(*put(args, moving, xs)),
+               tuple(args[i] for i in moving), ts)
+

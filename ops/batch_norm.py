@@ -169,11 +169,11 @@ def _(op: BatchNormTraining, ct, out, x, scale, offset):
 
 @vjp_rule.dispatch
 def _(op: BatchNormInference, ct, out, *args):
-    from .call import vjp_through
+    from ._ad import vjp_through
     return tuple(vjp_through(lambda *a: _inference_formula(op, *a), args, ct))
 
 
 @vjp_rule.dispatch
 def _(op: BatchNormGrad, ct, out, *args):
-    from .call import vjp_through
+    from ._ad import vjp_through
     return tuple(vjp_through(lambda *a: _grad_formula(op, *a), args, tuple(ct)))

@@ -47,42 +47,7 @@ class Call(HloOp, opcode="call"):
 
 from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
 
-
-def _inexact(x) -> bool:
-    from hlodsl.dtypes import Inexact
-    return issubclass(x.dtype, Inexact)
-
-
-def _with(args, positions, values) -> list:
-    full = list(args)
-    for i, v in zip(positions, values):
-        full[i] = v
-    return full
-
-
-def vjp_through(fn: Callable, args, ct) -> list:
-    """Cotangents of ``fn``'s arguments (None for integer ones) at ``args``, for ``ct``."""
-    from hlodsl.autodiff import vjp
-
-    moving = [i for i, a in enumerate(args) if _inexact(a)]
-    cts: list = [None] * len(args)
-    if moving:
-        _, pullback = vjp(lambda *xs: fn(*_with(args, moving, xs)),
-                          *(args[i] for i in moving))
-        for i, c in zip(moving, pullback(ct)):
-            cts[i] = c
-    return cts
-
-
-def jvp_through(fn: Callable, args, tangents) -> tuple:
-    """``(fn(*args), tangent of the result)``; a None tangent is zero, integers have none."""
-    from hlodsl.autodiff import jvp, zeros_like_array
-
-    moving = [i for i, a in enumerate(args) if _inexact(a)]
-    ts = tuple(tangents[i] if tangents[i] is not None else zeros_like_array(args[i])
-               for i in moving)
-    return jvp(lambda *xs: fn(*_with(args, moving, xs)),
-               tuple(args[i] for i in moving), ts)
+from ._ad import inexact, jvp_through, put, vjp_through  # noqa: E402
 
 
 def _leaves(out) -> list:
@@ -95,7 +60,7 @@ def _as_tuple(res) -> tuple:
 
 @vjp_rule.dispatch
 def _(op: Call, ct, out, *args):
-    n, moving = len(args), [i for i, a in enumerate(args) if _inexact(a)]
+    n, moving = len(args), [i for i, a in enumerate(args) if inexact(a)]
     if not moving:
         return (None,) * n
 
@@ -106,7 +71,7 @@ def _(op: Call, ct, out, *args):
         return tuple(res[i] for i in moving)
 
     res = _as_tuple(Call(pullback)(*args, *_leaves(ct)))
-    return tuple(_with([None] * n, moving, res))
+    return tuple(put([None] * n, moving, res))
 
 
 @jvp_rule.dispatch
@@ -116,7 +81,7 @@ def _(op: Call, tangents: tuple, out, *args):
         return None
     given = [i for i, t in enumerate(tangents) if t is not None]
     outs = _leaves(out)
-    moving_out = [k for k, o in enumerate(outs) if _inexact(o)]
+    moving_out = [k for k, o in enumerate(outs) if inexact(o)]
     if not moving_out:
         return None
 
@@ -129,5 +94,5 @@ def _(op: Call, tangents: tuple, out, *args):
         return tuple(t_out[k] for k in moving_out)
 
     res = _as_tuple(Call(forward)(*args, *(tangents[i] for i in given)))
-    t_out = _with([None] * len(outs), moving_out, res)
+    t_out = put([None] * len(outs), moving_out, res)
     return tuple(t_out) if isinstance(out, tuple) else t_out[0]

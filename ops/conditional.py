@@ -157,14 +157,11 @@ class Conditional(HloOp, opcode="conditional"):
 
 from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
 
+from ._ad import inexact  # noqa: E402
+
 
 def _leaves(x) -> list:
     return list(x) if isinstance(x, (tuple, list)) else [x]
-
-
-def _inexact(x) -> bool:
-    from hlodsl.dtypes import Inexact
-    return issubclass(x.dtype, Inexact)
 
 
 def _zeros(t: ArrayType):
@@ -189,11 +186,11 @@ def _regroup(op: Conditional, new_branches, selector, operands):
 
 @vjp_rule.dispatch
 def _(op: Conditional, ct, out, selector, *flat):
-    from .call import vjp_through
+    from ._ad import vjp_through
 
     groups = [_leaves(g) for g in op._group(flat)]
     starts = [sum(len(g) for g in groups[:i]) for i in range(len(groups))]
-    moving = [k for k, x in enumerate(flat) if _inexact(x)]
+    moving = [k for k, x in enumerate(flat) if inexact(x)]
     if not moving:
         return (None,) * (1 + len(flat))
     ct_leaves = _leaves(ct)
@@ -224,12 +221,12 @@ def _(op: Conditional, ct, out, selector, *flat):
 
 @jvp_rule.dispatch
 def _(op: Conditional, tangents: tuple, out, selector, *flat):
-    from .call import jvp_through
+    from ._ad import jvp_through
 
     if all(t is None for t in tangents[1:]):
         return None
     outs = _leaves(out)
-    moving_out = [k for k, o in enumerate(outs) if _inexact(o)]
+    moving_out = [k for k, o in enumerate(outs) if inexact(o)]
     if not moving_out:
         return None
     groups = [_leaves(g) for g in op._group(flat)]

@@ -104,12 +104,12 @@ def _(op: While, ct, out, *state):
 
 @jvp_rule.dispatch
 def _(op: While, tangents: tuple, out, *state):
-    from .call import jvp_through
+    from ._ad import jvp_through
 
     from hlodsl.autodiff import zeros_like_array
-    from hlodsl.dtypes import Inexact
+    from ._ad import inexact
 
-    moving = [i for i, x in enumerate(state) if issubclass(x.dtype, Inexact)]
+    moving = [i for i, x in enumerate(state) if inexact(x)]
     if all(tangents[i] is None for i in moving):
         return None
     n = len(state)
