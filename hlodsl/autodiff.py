@@ -328,9 +328,14 @@ def _alias(x: Array) -> Array:
     closes over the very array it is differentiated at treats the closure as a
     constant (and nested transformations never confuse their inputs).
     """
-    y = Array._from_buffer(x._buf, x.type) if x._buf is not None else Array._from_node(x._node)
+    y = fresh(x)
     link(y, x)
     return y
+
+
+def fresh(x: Array) -> Array:
+    """A new Array object for ``x``'s buffer or node, which no trace knows yet."""
+    return Array._from_buffer(x._buf, x.type) if x._buf is not None else Array._from_node(x._node)
 
 
 def link(alias: Array, source: Array) -> None:
@@ -573,7 +578,7 @@ def hessian(f: Callable):
             row = jvp(g, (x,), (t,))[1]
             rows.append(ops.Reshape((1,) + x.shape)(row))
         if not rows:
-            return zeros_like_array(array(np.zeros(x.shape * 2, x.dtype.np_dtype)))
+            return array(np.zeros(x.shape * 2, x.dtype.np_dtype))
         stacked = ops.Concatenate(0)(*rows) if len(rows) > 1 else rows[0]
         return ops.Reshape(x.shape + x.shape)(stacked)
 

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .array import Array
-from .autodiff import Tape, _differentiable, _Paused, zeros_like_array
+from .autodiff import Tape, _differentiable, _Paused, fresh, zeros_like_array
 from .capture import discover, flatten_lifting, name_of, types_of
 from .graph import current_builder
 from .op import TRACES
@@ -30,10 +29,6 @@ from .tree import flatten, unflatten
 from .types import ArrayType
 
 __all__ = ["scan_with_pullback"]
-
-
-def _fresh(x: Array) -> Array:
-    return Array._from_buffer(x._buf, x.type) if x._buf is not None else Array._from_node(x._node)
 
 
 def scan_with_pullback(forward: Callable, f: Callable, init, xs, length, reverse):
@@ -77,7 +72,7 @@ def scan_with_pullback(forward: Callable, f: Callable, init, xs, length, reverse
         ct_c, ct_caps = state
         carry_k, x_k, ct_y = inp
         with Tape() as tape:
-            c_in, x_in = [_fresh(a) for a in carry_k], [_fresh(a) for a in x_k]
+            c_in, x_in = [fresh(a) for a in carry_k], [fresh(a) for a in x_k]
             for i in fc:
                 tape.watch(c_in[i])
             for i in fx:
