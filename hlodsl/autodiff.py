@@ -610,9 +610,11 @@ class custom_vjp:
     """
 
     def __init__(self, fun: Callable):
+        # update_wrapper first: it copies a wrapped custom_vjp/custom_jvp's own
+        # attributes (its fun among them) into ours, so that both can be stacked.
+        functools.update_wrapper(self, fun)
         self.fun = fun
         self.fwd = self.bwd = None
-        functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> "custom_vjp":
         self.fwd, self.bwd = fwd, bwd
@@ -669,9 +671,9 @@ class custom_jvp:
     """
 
     def __init__(self, fun: Callable):
+        functools.update_wrapper(self, fun)  # first, as in custom_vjp
         self.fun = fun
         self.jvp_fn = None
-        functools.update_wrapper(self, fun)
 
     def defjvp(self, jvp_fn: Callable) -> "custom_jvp":
         self.jvp_fn = jvp_fn

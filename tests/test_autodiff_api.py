@@ -226,6 +226,19 @@ def test_custom_jvp_rule_is_used_by_forward_mode():
     close(tangent, 1 / (1 + np.exp(-x)), rtol=1e-12)
 
 
+def test_custom_jvp_over_custom_vjp_gives_each_mode_its_rule():
+    def body(x):
+        return x * 1.0
+
+    inner = hd.custom_vjp(body).defvjp(lambda x: (body(x), None), lambda res, ct: (ct * 3.0,))
+    f = hd.custom_jvp(inner).defjvp(lambda p, t: (body(p[0]), t[0] * 5.0))
+    assert f.__name__ == "body"
+    x = hd.array(np.float64([1.0, 2.0]))
+    close(hd.grad(lambda x: xp.sum(f(x)))(x), np.float64([3.0, 3.0]))
+    close(hd.jvp(f, (x,), (hd.array(np.ones(2)),))[1], np.float64([5.0, 5.0]))
+    close(f(x), np.float64([1.0, 2.0]))
+
+
 # -- errors -------------------------------------------------------------------------
 
 def test_derivatives_with_respect_to_integers_are_an_error():
