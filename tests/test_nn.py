@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hlodsl as hd
+import hlodsl.stdlib as xp
 from hlodsl.stdlib import nn
 
 torch.set_num_threads(1)
@@ -173,6 +174,26 @@ ACTIVATIONS = [
 def test_activations_match_torch(ours, theirs):
     x = rand(3, 4, 5) * 3
     close(both(ours, hd.array(x)), theirs(t(x)))
+
+
+def test_relu_derivative_is_zero_at_zero_as_torch_in_both_modes():
+    x = np.float32([-1, 0, 0, 2, -0.0])
+    tx = t(x).requires_grad_()
+    F.relu(tx).sum().backward()
+    want = tx.grad.numpy()  # [0, 0, 0, 1, 0]
+
+    def loss(v):
+        return xp.sum(nn.relu(v))
+
+    close(both(hd.grad(loss), hd.array(x)), want, rtol=0, atol=0)
+    close(hd.jvp(nn.relu, (hd.array(x),), (hd.array(np.ones(5, np.float32)),))[1], want,
+          rtol=0, atol=0)
+    # Second order goes through the rule's own select: d2/dx2 relu(x)**2 = 2 [x > 0].
+    close(hd.hessian(lambda v: xp.sum(nn.relu(v) ** 2))(hd.array(x)), np.diag(2 * want),
+          rtol=0, atol=0)
+    # One compare and one select per ReLU, not maximum's tie-splitting rule.
+    text = hd.code_hlo(hd.grad(loss), hd.array(x))
+    assert text.count(" compare(") == 1 and " multiply(" not in text
 
 
 def test_softmax_is_stable_for_large_logits():

@@ -12,6 +12,7 @@ import math
 
 from hlodsl import ops
 from hlodsl.array import Array
+from hlodsl.autodiff import custom_jvp, custom_vjp
 
 from ..elementwise import exp, log, maximum, multiply, sigmoid, tanh
 from ..manipulation import normalize_axis
@@ -22,14 +23,48 @@ from ._args import require_float
 __all__ = ["relu", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax"]
 
 
-def relu(x: Array):
-    """``max(x, 0)`` elementwise.
+def _relu(x: Array):
+    return maximum(x, 0)
+
+
+def _positive(y: Array):
+    return ops.Compare("GT")(y, ops.Broadcast(y.shape)(lift(0, y.dtype)))
+
+
+def _pass_where_positive(y: Array, ct: Array):
+    """``ct`` where ``y > 0``, else 0: ReLU's derivative applied to ``ct``."""
+    return ops.Select()(_positive(y), ct, ops.Broadcast(ct.shape)(lift(0, ct.dtype)))
+
+
+def _relu_fwd(x: Array):
+    y = _relu(x)
+    return y, y  # y > 0 exactly where x > 0; y is kept for the backward pass anyway
+
+
+def _relu_bwd(y: Array, ct: Array):
+    return (_pass_where_positive(y, ct),)
+
+
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    y = _relu(x)
+    return y, _pass_where_positive(y, t)
+
+
+# The derivative is 1 where x > 0 and 0 elsewhere, x = 0 included, as torch's
+# and jax.nn.relu's; maximum(x, 0)'s own rule would give ties half each (0.5 at
+# x = 0), and spends a second compare, two selects and a multiply per element
+# on it (54 of VGG19's backward instructions).
+relu = custom_jvp(custom_vjp(_relu).defvjp(_relu_fwd, _relu_bwd)).defjvp(_relu_jvp)
+relu.__name__ = relu.__qualname__ = "relu"
+relu.__doc__ = """``max(x, 0)`` elementwise; its derivative is 0 at ``x = 0``, as torch's.
 
     >>> import numpy as np, hlodsl as hd
     >>> relu(hd.array(np.float32([-1, 0, 2])))
     hlodsl.Array[float32, (3,)]([0., 0., 2.])
+    >>> hd.grad(lambda x: hd.stdlib.sum(relu(x)))(hd.array(np.float32([-1, 0, 2])))
+    hlodsl.Array[float32, (3,)]([0., 0., 1.])
     """
-    return maximum(x, 0)
 
 
 def leaky_relu(x: Array, negative_slope: float = 0.01):
