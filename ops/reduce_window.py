@@ -181,8 +181,11 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
 # A sum window's cotangent spreads ct back over each window: ct padded (strides
 # become interior padding) and summed over windows again, as jax's
 # reduce_window_sum transpose. A max/min window's ct goes to the element each
-# window picked (the first of ties), which is SelectAndScatter with >= / <=.
-# The init value is added once per result element (padding adds nothing).
+# window picked (the first of ties), which is SelectAndScatter with >= / <=;
+# where the windows tile the operand exactly (stride = window, as in VGG's
+# pools) it is elementwise work on the operand split into windows instead
+# (``_tiled_chooser_transpose``). The init value is added once per result
+# element (padding adds nothing).
 
 from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
 
@@ -231,6 +234,62 @@ def _add(a, b):
     return Add()(a, b)
 
 
+def _minimum(a, b):
+    from .binary import Minimum
+    return Minimum()(a, b)
+
+
+def _tiles(op: ReduceWindow, x) -> bool:
+    """Whether the windows tile ``x`` exactly: stride = window, no padding or dilation."""
+    return (any(w > 1 for w in op.window_dimensions)
+            and op.window_strides == op.window_dimensions
+            and all(p == (0, 0) for p in op.padding)
+            and all(d == 1 for d in op.base_dilations + op.window_dilations)
+            and all(s % w == 0 for s, w in zip(x.shape, op.window_dimensions)))
+
+
+def _tiled_chooser_transpose(ct, out, x, window: tuple[int, ...]):
+    """``ct`` sent to the first element (row-major in its window) equal to the window's result.
+
+    The same as SelectAndScatter with >= (max) or <= (min) where the windows
+    tile ``x``, ties included, but elementwise: ``x`` reshaped so that every
+    windowed dimension splits into (window index, position in window), each
+    position numbered, the smallest number among those equal to the result
+    found by a min-reduce, and ``ct`` selected there. XLA:CPU has no
+    SelectAndScatter kernel and expands it into an argmax reduce-window and a
+    scatter, 4-5x slower than this on VGG19's pools (224x224x64: 32 ms
+    against 7 ms). A window whose result no element equals (a NaN, or the
+    init value) sends nothing back.
+    """
+    import numpy as np
+
+    from hlodsl.array import array
+
+    from .broadcast import Broadcast
+    from .compare import Compare, Select
+    from .reduce import Reduce
+    from .reshape import Reshape
+
+    split, outer, inner = [], [], []
+    for size, w in zip(x.shape, window):
+        outer.append(len(split))
+        split.append(size // w)
+        if w > 1:
+            inner.append(len(split))
+            split.append(w)
+    split = tuple(split)
+    count = int(np.prod(window))
+    number = array(np.arange(count, dtype=np.int32).reshape([w for w in window if w > 1]))
+    numbers = Broadcast(split, tuple(inner))(number)
+    equal = Compare("EQ")(Reshape(split)(x), Broadcast(split, tuple(outer))(out))
+    none = array(np.int32(count))
+    candidates = Select()(equal, numbers, Broadcast(split)(none))
+    first = Reduce(_minimum, tuple(inner))(candidates, none)
+    chosen = Compare("EQ")(numbers, Broadcast(split, tuple(outer))(first))
+    zero = Broadcast(split)(_zero(ct))
+    return Reshape(x.shape)(Select()(chosen, Broadcast(split, tuple(outer))(ct), zero))
+
+
 def _sum_window_transpose(op: ReduceWindow, ct, x):
     from .convolution import _lhs_padding
     from .pad import Pad
@@ -254,6 +313,8 @@ def _(op: ReduceWindow, ct, out, *args):
     if kind == "add":
         return _sum_window_transpose(op, ct, x), sum_dims(ct, tuple(range(ct.ndim)))
     _chooser_check(op)
+    if _tiles(op, x):
+        return _tiled_chooser_transpose(ct, out, x, op.window_dimensions), None
     select = _greater_equal if kind == "max" else _less_equal
     return SelectAndScatter(select, _add, op.window_dimensions, op.window_strides,
                             op.padding)(x, ct, _zero(ct)), None

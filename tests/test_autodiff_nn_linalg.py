@@ -245,6 +245,51 @@ def test_max_pool_ties_go_to_the_first_maximum_and_dilations_raise():
         hd.grad(lambda x: xp.sum(mul(x, hd.array(1.0))))(x)
 
 
+def test_max_pool_that_tiles_its_input_is_differentiated_without_select_and_scatter():
+    """Windows that tile the operand (stride = window, VGG's pools) send the
+    cotangent back by compare and select: XLA:CPU expands SelectAndScatter into
+    an argmax and a scatter, several times slower. Ties (the zeros after a
+    ReLU) still go to the first maximum, exactly as jax's."""
+    rng = np.random.default_rng(7)
+    x = np.maximum(rng.standard_normal((2, 6, 4, 3)), 0).astype(np.float32)
+    x[0, :2] = 0  # windows of equal elements
+    win = (1, 2, 2, 1)
+    pool = ops.ReduceWindow(_max, win, win)
+
+    def pullback(x, c):
+        return hd.vjp(lambda x: pool(x, hd.array(np.float32(-np.inf))), x)[1](c)[0]
+
+    y, jax_pullback = jax.vjp(lambda x: lax.reduce_window(x, -np.inf, lax.max, win, win,
+                                                          "VALID"), x)
+    c = rng.standard_normal(y.shape).astype(np.float32)
+    want = np.asarray(jax_pullback(c)[0])
+    np.testing.assert_array_equal(np.asarray(pullback(hd.array(x), hd.array(c))), want)
+    np.testing.assert_array_equal(np.asarray(hd.compile(pullback)(hd.array(x), hd.array(c))),
+                                  want)
+    assert "select-and-scatter" not in hd.code_hlo(pullback, hd.array(x), hd.array(c))
+    overlapping = ops.ReduceWindow(_max, (1, 3, 2, 1), win)  # windows share rows
+    text = hd.code_hlo(lambda x: hd.grad(lambda x: xp.sum(overlapping(
+        x, hd.array(np.float32(-np.inf)))))(x), hd.array(x))
+    assert "select-and-scatter" in text
+
+
+def test_tiled_max_pool_second_order():
+    rng = np.random.default_rng(8)
+    x, u = _random(rng, (2, 4, 6), np.float64), _random(rng, (2, 4, 6), np.float64)
+    pool = ops.ReduceWindow(_max, (1, 2, 3), (1, 2, 3))
+
+    def loss(x):
+        return xp.sum(pool(x * x, hd.array(-np.inf)) ** 3)
+
+    def loss_j(x):
+        return jnp.sum(lax.reduce_window(x * x, -np.inf, lax.max, (1, 2, 3), (1, 2, 3),
+                                         "VALID") ** 3)
+
+    want = jax.jvp(jax.grad(loss_j), (x,), (u,))[1]
+    _close(hd.hvp(loss, (hd.array(x),), (hd.array(u),)), want, np.float64)
+    _close(hd.compile(hd.hvp)(loss, (hd.array(x),), (hd.array(u),)), want, np.float64)
+
+
 def _ge(a, b):
     return ops.Compare("GE")(a, b)
 
