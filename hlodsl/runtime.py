@@ -35,7 +35,8 @@ from jax.extend import backend as _jax_backend  # noqa: E402
 from .errors import XlaCompileError  # noqa: E402
 
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
-           "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack"]
+           "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
+           "COMPILER_OPTIONS", "compiler_options"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
 stats = {"compiles": 0}
@@ -176,8 +177,34 @@ def device_count() -> int:
     return len(backend().devices())
 
 
+#: XLA debug options hlodsl compiles with, per platform, on top of XLA's
+#: defaults. An option also named in ``XLA_FLAGS`` is left to ``XLA_FLAGS``.
+#: Edit this dict to change them for the programs compiled after the edit.
+COMPILER_OPTIONS: dict[str, dict[str, str]] = {
+    # XLA:CPU hands dots, convolutions and reduce-windows to YNNPACK by default.
+    # Its convolutions and its merged conv+pool subgraphs are slower here than
+    # XLA's own Eigen kernels: VGG19 forward 0.75x the time at batch 1 and
+    # 0.18x (NCHW) at batch 8, gradient 0.73x, with dots alone left to it; the
+    # MLP training step, all dots, is unchanged (0.98x). Measured in
+    # docs/benchmarks.md, section 8.
+    "cpu": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"},
+}
+
+
+def compiler_options() -> dict[str, str]:
+    """The XLA options hlodsl's compiles set on this platform (see ``COMPILER_OPTIONS``).
+
+    >>> compiler_options() if platform() == "cpu" else {}
+    {'xla_cpu_experimental_ynn_fusion_type': 'LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT'}
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    return {k: v for k, v in COMPILER_OPTIONS.get(platform(), {}).items()
+            if f"--{k}=" not in flags}
+
+
 def _options(num_replicas: int, num_partitions: int):
     opts = xc.CompileOptions()
+    opts.env_option_overrides = list(compiler_options().items())
     n = num_replicas * num_partitions
     if n > 1:
         if n > device_count():

@@ -204,3 +204,27 @@ def test_eager_calls_with_fresh_lambdas_do_not_grow_the_caches_without_bound(mon
     for k in range(6):
         np.testing.assert_array_equal(np.asarray(ops.Map(lambda a, k=k: a * k)(x)), [k, 2 * k])
     assert len(op_module._EAGER) <= 3 and len(staging_module._SUBCOMPUTATIONS) <= 3
+
+
+# -- XLA options ----------------------------------------------------------------------------
+
+@pytest.mark.skipif(runtime.platform() != "cpu", reason="the options are XLA:CPU's")
+def test_cpu_compiles_leave_convolutions_to_xla_and_dots_to_ynnpack():
+    from hlodsl.stdlib import nn
+
+    assert runtime.compiler_options() == {
+        "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
+    x = hd.array(np.ones((1, 16, 16, 8), np.float32))
+    w = hd.array(np.ones((3, 3, 8, 8), np.float32))
+    conv = hd.code_hlo(lambda x, w: nn.max_pool(nn.conv(x, w, padding=1, data_format="NHWC"),
+                                                2, data_format="NHWC"), x, w, optimize=True)
+    assert " convolution(" in conv and "ynn" not in conv
+    m = hd.array(np.ones((64, 64), np.float32))
+    assert "ynn" in hd.code_hlo(lambda a, b: a @ b, m, m, optimize=True)
+
+
+def test_an_option_named_in_xla_flags_is_left_to_xla_flags(monkeypatch):
+    monkeypatch.setitem(runtime.COMPILER_OPTIONS, runtime.platform(),
+                        {"xla_cpu_experimental_ynn_fusion_type": "", "xla_other": "1"})
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=")
+    assert runtime.compiler_options() == {"xla_other": "1"}
