@@ -182,6 +182,7 @@ def _jax_texts(stage: str, args, layout: str = "NCHW") -> dict[str, str]:
     import jax.numpy as jnp
     import numpy as np
 
+    from hlodsl import runtime
     from hlodsl.tree import flatten, unflatten
 
     from .vgg19 import vgg19_jax
@@ -193,8 +194,9 @@ def _jax_texts(stage: str, args, layout: str = "NCHW") -> dict[str, str]:
     out = {}
     for name, f in fns.items():
         lowered = jax.jit(f).lower(params, x)
-        out[name] = (lowered.as_text(dialect="hlo") if stage == "emitted"
-                     else lowered.compile().as_text())
+        # compiled with hlodsl's XLA options, so that both sides get one configuration
+        out[name] = (lowered.as_text(dialect="hlo") if stage == "emitted" else
+                     lowered.compile(compiler_options=runtime.compiler_options()).as_text())
     return out
 
 

@@ -8,7 +8,11 @@ interleaved, medians reported) and gives the ratio hlodsl / peer:
    network written here with ``jax.lax`` (:func:`vgg19_jax`), PyTorch eager
    (``torch.no_grad``, ``eval()``) and, when ``torch_compile=True``,
    ``torch.compile`` of the PyTorch model. All sides get the same weights and
-   their outputs are checked equal first.
+   their outputs are checked equal first. hlodsl compiles with its own XLA
+   options (``hlodsl.runtime.COMPILER_OPTIONS``: on CPU, YNNPACK takes the dots
+   only); the "jax.jit, hlodsl's XLA options" rows compile the jax peer with
+   the same options (``.lower(...).compile(compiler_options=...)``), so that
+   they compare the two front ends under one XLA configuration.
 2. ``compile_time``: staging + compiling the VGG19 forward pass and its
    gradient (of ``sum(vgg19(params, x))`` with respect to the parameters),
    ``hd.compile(f).entry(...)`` against ``jax.jit(f).lower(...).compile()``;
@@ -144,6 +148,18 @@ def _repeats(batch: int, quick: bool) -> int:
     return 7 if batch == 1 else 3
 
 
+def _jit_same_options(fn, *args, **static):
+    """``fn`` compiled by jax with hlodsl's XLA options (``runtime.compiler_options()``)."""
+    import functools
+
+    import jax
+
+    from hlodsl import runtime
+
+    return jax.jit(functools.partial(fn, **static)).lower(*args).compile(
+        compiler_options=runtime.compiler_options())
+
+
 def _interleaved(fns: dict, repeat: int) -> dict[str, float]:
     """Median seconds of one call of each function, calls interleaved, one warm-up each."""
     for f in fns.values():
@@ -182,7 +198,9 @@ def forward(cfg, batches=(1, 8), torch_compile: bool = False) -> list[dict]:
         ours = np.asarray(f(params, x))
         with torch.no_grad():
             theirs = model(tx).numpy()
-        np.testing.assert_allclose(ours, np.asarray(jf(jparams, jx)), rtol=1e-3, atol=1e-4)
+        jf_same = _jit_same_options(vgg19_jax, jparams, jx)
+        for out in (jf(jparams, jx), jf_same(jparams, jx)):
+            np.testing.assert_allclose(ours, np.asarray(out), rtol=1e-3, atol=1e-4)
         np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-4)
 
         def torch_eager():
@@ -191,6 +209,7 @@ def forward(cfg, batches=(1, 8), torch_compile: bool = False) -> list[dict]:
 
         fns = {"ours": lambda: f(params, x)._buf.block_until_ready(),
                "jax": lambda: jf(jparams, jx).block_until_ready(),
+               "jax same": lambda: jf_same(jparams, jx).block_until_ready(),
                "torch": torch_eager}
         if compiled_model is not None:
             def torch_compiled():
@@ -201,6 +220,8 @@ def forward(cfg, batches=(1, 8), torch_compile: bool = False) -> list[dict]:
         t = _interleaved(fns, n)
         case = f"VGG19 forward, batch {batch}, 224x224 f32 ({n} calls, median)"
         rows.append(row(SECTION, case, "hd.compile", t["ours"], "jax.jit", t["jax"], unit="ms"))
+        rows.append(row(SECTION, case, "hd.compile", t["ours"], "jax.jit, hlodsl's XLA options",
+                        t["jax same"], unit="ms"))
         rows.append(row(SECTION, case, "hd.compile", t["ours"], "torch eager (no_grad)",
                         t["torch"], unit="ms"))
         if compiled_model is not None:
@@ -246,7 +267,8 @@ def forward_channels_last(cfg, batch: int = 1) -> list[dict]:
         for want in (model(tx), model_cl(tx_cl)):
             np.testing.assert_allclose(ours, want.numpy(), rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose(ours, np.asarray(f(params, x)), rtol=1e-3, atol=1e-4)
-    for out in (jf(jcl, jxl, layout="NHWC"), jf(jparams, jx)):
+    jf_same = _jit_same_options(vgg19_jax, jcl, jxl, layout="NHWC")
+    for out in (jf(jcl, jxl, layout="NHWC"), jf(jparams, jx), jf_same(jcl, jxl)):
         np.testing.assert_allclose(ours, np.asarray(out), rtol=1e-3, atol=1e-4)
 
     def torch_eager(m, t):
@@ -258,6 +280,7 @@ def forward_channels_last(cfg, batch: int = 1) -> list[dict]:
     fns = {"ours": lambda: f(cl, xl, data_format="NHWC")._buf.block_until_ready(),
            "ours NCHW": lambda: f(params, x)._buf.block_until_ready(),
            "jax NHWC": lambda: jf(jcl, jxl, layout="NHWC").block_until_ready(),
+           "jax NHWC same": lambda: jf_same(jcl, jxl).block_until_ready(),
            "jax NCHW": lambda: jf(jparams, jx).block_until_ready(),
            "torch": torch_eager(model, tx),
            "torch channels_last": torch_eager(model_cl, tx_cl)}
@@ -266,6 +289,7 @@ def forward_channels_last(cfg, batch: int = 1) -> list[dict]:
     case = f"VGG19 forward NHWC, batch {batch}, 224x224 f32 ({n} calls, median)"
     ours_label = 'hd.compile, data_format="NHWC"'
     peers = [("ours NCHW", 'hd.compile, data_format="NCHW"'), ("jax NHWC", "jax.jit NHWC/HWIO"),
+             ("jax NHWC same", "jax.jit NHWC/HWIO, hlodsl's XLA options"),
              ("jax NCHW", "jax.jit NCHW/OIHW"), ("torch", "torch eager (no_grad), NCHW"),
              ("torch channels_last", "torch eager (no_grad), channels_last")]
     return [row(SECTION, case, ours_label, t["ours"], label, t[k], unit="ms")
@@ -309,11 +333,16 @@ def compile_time(cfg) -> list[dict]:
         def peer():
             jax.jit(lambda *a: peer_fn(*a)).lower(jparams, jx).compile()
 
+        def peer_same():
+            _jit_same_options(lambda *a: peer_fn(*a), jparams, jx)
+
         n = 1 if cfg.quick else 3
-        t = _interleaved({"ours": ours, "peer": peer}, n)
-        rows.append(row(SECTION, f"VGG19 {name}, batch 1: staging + compile ({n}x, median)",
-                        "hd.compile(f).entry(...)", t["ours"],
+        t = _interleaved({"ours": ours, "peer": peer, "peer same": peer_same}, n)
+        case = f"VGG19 {name}, batch 1: staging + compile ({n}x, median)"
+        rows.append(row(SECTION, case, "hd.compile(f).entry(...)", t["ours"],
                         "jax.jit(f).lower(...).compile()", t["peer"], unit="ms"))
+        rows.append(row(SECTION, case, "hd.compile(f).entry(...)", t["ours"],
+                        "the same, hlodsl's XLA options", t["peer same"], unit="ms"))
     return rows
 
 
@@ -358,15 +387,19 @@ def small_cnn_step(cfg) -> list[dict]:
     ns = {"f": hd.compile(ours_step), "jf": jax.jit(jax_step), "p": params,
           "x": hd.array(images), "y": hd.array(labels), "jp": jax.device_put(np_params),
           "jx": jax.device_put(images), "jy": jax.device_put(labels)}
+    ns["jf_same"] = _jit_same_options(jax_step, ns["jp"], ns["jx"], ns["jy"])
     new_ours = jax.tree.leaves(ns["f"](ns["p"], ns["x"], ns["y"]),
                                is_leaf=lambda a: isinstance(a, hd.Array))
     new_jax = jax.tree.leaves(ns["jf"](ns["jp"], ns["jx"], ns["jy"]))
     for a, b in zip(new_ours, new_jax):  # the same step on both sides
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
     t = compare({"ours": "f(p, x, y)['dense']['bias']._buf.block_until_ready()",
-                 "peer": "jf(jp, jx, jy)['dense']['bias'].block_until_ready()"}, ns, cfg)
-    return [row(SECTION, "small CNN (8x8, 2 convs) SGD training step, batch 128, per call",
-                "hd.compile", t["ours"], "jax.jit", t["peer"], unit="µs")]
+                 "peer": "jf(jp, jx, jy)['dense']['bias'].block_until_ready()",
+                 "same": "jf_same(jp, jx, jy)['dense']['bias'].block_until_ready()"}, ns, cfg)
+    case = "small CNN (8x8, 2 convs) SGD training step, batch 128, per call"
+    return [row(SECTION, case, "hd.compile", t["ours"], "jax.jit", t["peer"], unit="µs"),
+            row(SECTION, case, "hd.compile", t["ours"], "jax.jit, hlodsl's XLA options",
+                t["same"], unit="µs")]
 
 
 def _vgg_train_fns():
