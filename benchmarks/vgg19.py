@@ -501,7 +501,12 @@ def memory(cfg, batch: int = 8) -> list[dict]:
     return rows
 
 
-ALL = (forward, compile_time, gradient, small_cnn_step, memory, forward_channels_last)
+def forward_channels_last_1_and_8(cfg) -> list[dict]:
+    """``forward_channels_last`` at batch 1 and at batch 8."""
+    return forward_channels_last(cfg, 1) + forward_channels_last(cfg, 8)
+
+
+ALL = (forward, compile_time, gradient, small_cnn_step, memory, forward_channels_last_1_and_8)
 
 
 def main(argv=None) -> None:
