@@ -40,7 +40,7 @@ import numpy as np
 from .foundation import row
 
 __all__ = ["vgg19_jax", "forward", "forward_channels_last", "compile_time", "gradient",
-           "small_cnn_step", "memory", "ALL", "main"]
+           "small_cnn_step", "memory", "conv_layers", "ALL", "main"]
 
 SECTION = "8. models"
 IMAGE = 224
@@ -506,11 +506,57 @@ def forward_channels_last_1_and_8(cfg) -> list[dict]:
     return forward_channels_last(cfg, 1) + forward_channels_last(cfg, 8)
 
 
+#: VGG19's distinct 3x3 convolutions: (height = width, in channels, out channels).
+CONV_LAYERS = ((224, 3, 64), (224, 64, 64), (112, 64, 128), (112, 128, 128), (56, 128, 256),
+               (56, 256, 256), (28, 256, 512), (28, 512, 512), (14, 512, 512))
+
+
+def conv_layers(cfg, batch: int = 1) -> list[dict]:
+    """Each distinct VGG19 convolution (+ bias + ReLU) alone, channels-last, against torch.
+
+    hlodsl's ``nn.relu(nn.conv(x, w, b, padding=1, data_format="NHWC"))``
+    compiled, against torch eager ``F.relu(F.conv2d(...))`` on the same data in
+    ``torch.channels_last`` memory format: XLA:CPU's convolution kernel against
+    PyTorch's, one layer at a time (15 interleaved calls, medians).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    import hlodsl as hd
+    from hlodsl.stdlib import nn
+
+    rng = np.random.default_rng(0)
+    f = hd.compile(lambda x, w, b: nn.relu(nn.conv(x, w, b, padding=1, data_format="NHWC")))
+    rows = []
+    for size, c_in, c_out in CONV_LAYERS:
+        x = rng.standard_normal((batch, size, size, c_in)).astype(np.float32)
+        w = (rng.standard_normal((3, 3, c_in, c_out)) * 0.05).astype(np.float32)
+        b = rng.standard_normal(c_out).astype(np.float32)
+        args = hd.array(x), hd.array(w), hd.array(b)
+        tx = torch.from_numpy(x).permute(0, 3, 1, 2)  # an NCHW view of channels-last memory
+        tw = torch.from_numpy(w).permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)
+        tb = torch.from_numpy(b)
+        with torch.no_grad():
+            want = F.relu(F.conv2d(tx, tw, tb, padding=1)).permute(0, 2, 3, 1).numpy()
+        np.testing.assert_allclose(np.asarray(f(*args)), want, rtol=1e-3, atol=1e-3)
+
+        def theirs():
+            with torch.no_grad():
+                F.relu(F.conv2d(tx, tw, tb, padding=1))
+
+        t = _interleaved({"ours": lambda: f(*args)._buf.block_until_ready(),
+                          "torch": theirs}, 3 if cfg.quick else 15)
+        rows.append(row(SECTION, f"conv 3x3 + bias + ReLU, {batch}x{size}x{size}x{c_in} -> "
+                                 f"{c_out} (NHWC, 15 calls, median)", "hd.compile", t["ours"],
+                        "torch eager, channels_last", t["torch"], unit="ms"))
+    return rows
+
+
 ALL = (forward, compile_time, gradient, small_cnn_step, memory, forward_channels_last_1_and_8)
 
 
 def main(argv=None) -> None:
-    """``python -m benchmarks.vgg19 [--quick]``: the channels-last forward rows only."""
+    """``python -m benchmarks.vgg19 [--quick] [--batch N] [--layers]``: the channels-last rows."""
     import argparse
 
     from . import machine, table
@@ -520,8 +566,11 @@ def main(argv=None) -> None:
                                      description=forward_channels_last.__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one timed call per side")
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--layers", action="store_true",
+                        help="time each distinct convolution alone against torch instead")
     args = parser.parse_args(argv)
-    rows = forward_channels_last(settings(args.quick), args.batch)
+    run = conv_layers if args.layers else forward_channels_last
+    rows = run(settings(args.quick), args.batch)
     print(f"Machine: {machine()}\n")
     print(table(rows))
 
