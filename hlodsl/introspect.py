@@ -90,8 +90,12 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, **kwargs)
 
     ``optimize=False`` gives the module as hlodsl emits it (metadata with source
     lines included when ``metadata=True``); ``optimize=True`` compiles it and gives
-    the module after XLA's HLO passes.
+    the module after XLA's HLO passes. For an ``hd.compile``d function that is
+    the executable of its cache entry for these arguments: compiled once, and
+    the one its calls run.
     """
+    if optimize and isinstance(f, Compiled):
+        return CodeText(f.entry(*args, **kwargs).exe.optimized_hlo())
     staged, name = _staged(f, args, kwargs)
     if not optimize:
         return CodeText(module_text(staged.computation, name, metadata=metadata))

@@ -54,6 +54,20 @@ def test_code_hlo_optimized_is_xlas_module_after_its_passes():
     assert "is_scheduled=true" in text and "fusion(" in text
 
 
+def test_code_hlo_optimized_of_a_compiled_function_reuses_its_executable():
+    from hlodsl import runtime
+
+    f = hd.compile(demo.softmax)
+    x = _dense_args()[1]
+    f(x)
+    before = runtime.stats["compiles"]
+    text = str(hd.code_hlo(f, x, optimize=True))
+    assert runtime.stats["compiles"] == before  # the cache entry's executable
+    assert "is_scheduled=true" in text and "fusion(" in text
+    hd.code_hlo(f, hd.array(np.ones(7, np.float32)), optimize=True)  # a new signature
+    assert runtime.stats["compiles"] == before + 1 and f.cache_size() == 2
+
+
 def test_both_render_in_jupyter_and_print_plainly():
     for obj in (hd.code_typed(demo.dense, *_dense_args()), hd.code_hlo(demo.dense, *_dense_args())):
         html = obj._repr_html_()
