@@ -14,9 +14,9 @@ from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.autodiff import custom_jvp, custom_vjp
 
+from ..creation import zeros_like
 from ..elementwise import exp, log, maximum, multiply, sigmoid, tanh
 from ..manipulation import normalize_axis
-from ..promotion import lift
 from ..reductions import max, sum
 from ._args import require_float
 
@@ -28,12 +28,12 @@ def _relu(x: Array):
 
 
 def _positive(y: Array):
-    return ops.Compare("GT")(y, ops.Broadcast(y.shape)(lift(0, y.dtype)))
+    return ops.Compare("GT")(y, zeros_like(y))
 
 
 def _pass_where_positive(y: Array, ct: Array):
     """``ct`` where ``y > 0``, else 0: ReLU's derivative applied to ``ct``."""
-    return ops.Select()(_positive(y), ct, ops.Broadcast(ct.shape)(lift(0, ct.dtype)))
+    return ops.Select()(_positive(y), ct, zeros_like(ct))
 
 
 def _relu_fwd(x: Array):
@@ -75,8 +75,7 @@ def leaky_relu(x: Array, negative_slope: float = 0.01):
     hlodsl.Array[float32, (2,)]([-1.,  3.])
     """
     return maximum(x, multiply(x, negative_slope)) if negative_slope <= 1 else \
-        ops.Select()(ops.Compare("GT")(x, ops.Broadcast(x.shape)(lift(0, x.dtype))), x,
-                     multiply(x, negative_slope))
+        ops.Select()(_positive(x), x, multiply(x, negative_slope))
 
 
 def gelu(x: Array, approximate: str = "none"):

@@ -15,6 +15,7 @@ from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import Floating, Integer
 from hlodsl.errors import ShapeError
 
+from ..creation import zeros_like
 from ..manipulation import fail
 from ..promotion import lift
 from ..reductions import mean, sum
@@ -68,14 +69,13 @@ def cross_entropy(logits: Array[Floating], labels: Array[Integer], reduction: st
     classes = ops.Iota(labels.dtype, logits.shape, axis)()
     kept = tuple(d for d in range(logits.ndim) if d != axis)
     hot = ops.Compare("EQ")(classes, ops.Broadcast(logits.shape, kept)(labels))
-    zero = ops.Broadcast(logits.shape)(lift(0, logits.dtype))
-    loss = -sum(ops.Select()(hot, logp, zero), axis=axis)
+    loss = -sum(ops.Select()(hot, logp, zeros_like(logp)), axis=axis)
     if label_smoothing:
         uniform = -mean(logp, axis=axis)
         loss = loss * (1 - label_smoothing) + uniform * label_smoothing
     valid = ops.Compare("NE")(labels, ops.Broadcast(labels.shape)(lift(ignore_index,
                                                                        labels.dtype)))
-    loss = ops.Select()(valid, loss, ops.Broadcast(loss.shape)(lift(0, loss.dtype)))
+    loss = ops.Select()(valid, loss, zeros_like(loss))
     if reduction == "mean":
         count = sum(ops.Convert(logits.dtype)(valid))
         return sum(loss) / count

@@ -23,6 +23,7 @@ from hlodsl import ops
 from hlodsl.array import Array, array
 from hlodsl.dtypes import Floating, element_type, float32, float64, uint32, uint64
 
+from ..creation import zeros_like
 from ..manipulation import fail
 from ..promotion import lift
 from ._args import require_array
@@ -195,7 +196,7 @@ def dropout(k: Array, x: Array, rate: float, training: bool = True):
         raise fail(ValueError, f"dropout: rate must be in [0, 1], got {rate}")
     if not training or rate == 0:
         return x
-    zeros = ops.Broadcast(x.shape)(lift(0, x.dtype))
+    zeros = zeros_like(x)
     if rate == 1:
         return ops.Multiply()(x, zeros)
     keep = bernoulli(k, 1 - rate, x.shape)
