@@ -273,23 +273,6 @@ def test_max_pool_that_tiles_its_input_is_differentiated_without_select_and_scat
     assert "select-and-scatter" in text
 
 
-def test_tiled_max_pool_second_order():
-    rng = np.random.default_rng(8)
-    x, u = _random(rng, (2, 4, 6), np.float64), _random(rng, (2, 4, 6), np.float64)
-    pool = ops.ReduceWindow(_max, (1, 2, 3), (1, 2, 3))
-
-    def loss(x):
-        return xp.sum(pool(x * x, hd.array(-np.inf)) ** 3)
-
-    def loss_j(x):
-        return jnp.sum(lax.reduce_window(x * x, -np.inf, lax.max, (1, 2, 3), (1, 2, 3),
-                                         "VALID") ** 3)
-
-    want = jax.jvp(jax.grad(loss_j), (x,), (u,))[1]
-    _close(hd.hvp(loss, (hd.array(x),), (hd.array(u),)), want, np.float64)
-    _close(hd.compile(hd.hvp)(loss, (hd.array(x),), (hd.array(u),)), want, np.float64)
-
-
 def _ge(a, b):
     return ops.Compare("GE")(a, b)
 
@@ -312,17 +295,20 @@ def test_select_and_scatter_wrt_source(window, dtype):
     check(op, [x, source, init], (1, 2), jax_fn)
 
 
-def test_max_pool_second_order():
-    rng = np.random.default_rng(6)
-    x, u = _random(rng, (1, 5, 6), np.float64), _random(rng, (1, 5, 6), np.float64)
-    pool = ops.ReduceWindow(_max, (1, 2, 3), (1, 2, 2), ((0, 0), (0, 1), (1, 1)))
+@pytest.mark.parametrize("shape,window,strides,pads,seed", [
+    ((1, 5, 6), (1, 2, 3), (1, 2, 2), ((0, 0), (0, 1), (1, 1)), 6),  # SelectAndScatter
+    ((2, 4, 6), (1, 2, 3), (1, 2, 3), ((0, 0), (0, 0), (0, 0)), 8),  # windows tile x
+])
+def test_max_pool_second_order(shape, window, strides, pads, seed):
+    rng = np.random.default_rng(seed)
+    x, u = _random(rng, shape, np.float64), _random(rng, shape, np.float64)
+    pool = ops.ReduceWindow(_max, window, strides, pads)
 
     def loss(x):
         return xp.sum(pool(x * x, hd.array(-np.inf)) ** 3)
 
     def loss_j(x):
-        return jnp.sum(lax.reduce_window(x * x, -np.inf, lax.max, (1, 2, 3), (1, 2, 2),
-                                         ((0, 0), (0, 1), (1, 1))) ** 3)
+        return jnp.sum(lax.reduce_window(x * x, -np.inf, lax.max, window, strides, pads) ** 3)
 
     want = jax.jvp(jax.grad(loss_j), (x,), (u,))[1]
     _close(hd.hvp(loss, (hd.array(x),), (hd.array(u),)), want, np.float64)
