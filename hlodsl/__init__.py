@@ -12,7 +12,10 @@ from .dtypes import (  # noqa: F401
     UnsignedInteger, bfloat16, bool_, complex64, complex128, element_type, float16, float32,
     float64, int8, int16, int32, int64, pred, uint8, uint16, uint32, uint64,
 )
-from .errors import HloDslError, ShapeError, StagingError, XlaCompileError  # noqa: F401
+from .settings import config  # noqa: F401
+from .errors import (  # noqa: F401
+    HloDslError, RecompileWarning, ShapeError, StagingError, XlaCompileError,
+)
 from .types import ArrayType, TupleType  # noqa: F401
 from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
 from .tree import tree_leaves, tree_map  # noqa: F401

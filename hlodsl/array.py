@@ -22,6 +22,7 @@ hlodsl.Array[float32, (3, 4)]
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 
 import numpy as np
@@ -166,6 +167,9 @@ class Array(metaclass=ArrayMeta):
     # -- conversion to host --------------------------------------------------
 
     def _require_value(self, what: str):
+        from .runtime import check_process
+
+        check_process()  # a forked child cannot read buffers of its parent's XLA
         if self._buf is None:
             raise staging_error(
                 f"{what} needs the value of a symbolic array {self.type} while staging; "
@@ -176,8 +180,23 @@ class Array(metaclass=ArrayMeta):
         return self._buf
 
     def __array__(self, dtype=None, copy=None):
+        """numpy's view of the data: read-only and shared (the array is immutable), or a copy.
+
+        ``np.asarray(x)`` shares the device buffer's memory where it can (on
+        CPU) and numpy refuses writes to it; ``np.array(x)`` (``copy=True``)
+        and a change of dtype give a new, writable array.
+        """
         out = np.asarray(self._require_value("conversion to numpy"))
-        return out if dtype is None else out.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            if copy is False:
+                raise ValueError(f"converting {self.type} to numpy {np.dtype(dtype)} needs a "
+                                 "copy, but copy=False")
+            return out.astype(dtype)
+        return out.copy() if copy else out
+
+    def __jax_array__(self):
+        """The device buffer, for ``jax.numpy.asarray(x)``: jax arrays are immutable too."""
+        return self._require_value("conversion to a jax array")
 
     def numpy(self) -> np.ndarray:
         return np.asarray(self)
@@ -235,7 +254,12 @@ class Array(metaclass=ArrayMeta):
         return self
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule sharing this array's device buffer (``copy=True`` copies).
+        """A DLPack capsule of a copy of this array's buffer (``copy=False``: of the buffer
+        itself, flagged read-only).
+
+        The array is immutable but not every consumer honours a read-only
+        capsule (torch writes into what it imports), so the consumer gets its
+        own copy unless it asks for ``copy=False``.
 
         >>> import numpy as np, hlodsl as hd
         >>> np.from_dlpack(hd.array(np.float32([1, 2])))
@@ -252,6 +276,18 @@ class Array(metaclass=ArrayMeta):
         from . import runtime
 
         return runtime.dlpack_device(self._require_value("__dlpack_device__"))
+
+    # -- pickling and copying: arrays are values ------------------------------------
+
+    def __reduce__(self):
+        """Pickled by value: the element type, shape and data (``pickle``, multiprocessing)."""
+        return _unpickle, (np.array(self._require_value("pickling"), copy=True),)
+
+    def __copy__(self) -> Array:
+        return self  # immutable: a copy is the array itself
+
+    def __deepcopy__(self, memo) -> Array:
+        return self
 
     def __setitem__(self, key, value):
         raise TypeError(
@@ -330,10 +366,42 @@ def array(x, dtype=None) -> Array:
         if dtype is None or element_type(dtype) is x.dtype:
             return x
         x = np.asarray(x)
+    if dtype is None and runtime.is_buffer(x):  # a jax array: immutable, so shared
+        return Array._from_buffer(runtime.adopt(x), ArrayType(element_type(x.dtype), x.shape))
     np_dtype = None if dtype is None else element_type(dtype).np_dtype
     host = np.asarray(x, dtype=np_dtype)
     t = ArrayType(element_type(host.dtype), host.shape)
-    return Array._from_buffer(runtime.to_device(host), t)
+    # Arrays are immutable values: data that someone else can still write (a numpy
+    # array, a buffer, a torch tensor) is copied; numpy's own conversion of Python
+    # values (and any dtype conversion) already made a private array.
+    private = isinstance(x, _PYTHON_VALUES) or (
+        isinstance(x, np.ndarray) and not np.may_share_memory(host, x))
+    return Array._from_buffer(runtime.to_device(host, private=private), t)
+
+
+_PYTHON_VALUES = (bool, int, float, complex, list, tuple, np.generic)
+
+
+def _unpickle(host: np.ndarray) -> Array:
+    from . import runtime
+
+    t = ArrayType(element_type(host.dtype), host.shape)
+    return Array._from_buffer(runtime.to_device(host, private=True), t)
+
+
+def _array_class_of(dtype, shape) -> type:
+    return Array if dtype is None else Array[dtype, shape]
+
+
+def _reduce_array_class(cls):
+    """``Array[float32, (5,)]`` pickles as the recipe ``Array[float32, (5,)]``, not by name."""
+    if getattr(cls, "_concrete", False):
+        return _array_class_of, cls._type_parameter
+    return _array_class_of, (None, None)
+
+
+# plum's @parametric derives a metaclass of its own from ArrayMeta: register that one.
+copyreg.pickle(type(Array), _reduce_array_class)
 
 
 Array.__module__ = "hlodsl"

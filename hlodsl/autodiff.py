@@ -41,7 +41,8 @@ from .array import Array, Token
 from .dispatcher import dispatch
 from .dtypes import Inexact
 from .graph import current_builder
-from .op import TRACES, Composite, HloOp, apply_op
+from .context import STATE
+from .op import Composite, HloOp, apply_op
 from .tree import flatten, unflatten
 
 __all__ = [
@@ -176,11 +177,11 @@ class _Trace:
         self.active = True
 
     def __enter__(self):
-        TRACES.append(self)
+        STATE.traces.append(self)
         return self
 
     def __exit__(self, *exc):
-        TRACES.remove(self)
+        STATE.traces.remove(self)
 
     def paused(self):
         return _Paused(self)
@@ -309,7 +310,7 @@ class JvpTrace(_Trace):
 
 def observed_call(op: HloOp, builder, args: tuple):
     """An op call while transformations are active (``HloOp.__call__`` routes here)."""
-    traces = [t for t in TRACES if t.active and t.builder is builder and t.sees(args)]
+    traces = [t for t in STATE.traces if t.active and t.builder is builder and t.sees(args)]
     if not traces:
         return apply_op(op, builder, args)
     if isinstance(op, Composite) and op.differentiate_expansion:
@@ -345,10 +346,10 @@ def link(alias: Array, source: Array) -> None:
     another (a fresh input, a captured closure value bound to an operand)
     links them so reverse and forward mode see through the substitution.
     """
-    if not TRACES:
+    if not STATE.traces:
         return
     builder = current_builder()
-    for t in TRACES:
+    for t in STATE.traces:
         if t.active and t.builder is builder and t.sees((source,)):
             if isinstance(t, Tape):
                 t.record(lambda ct, out: (ct,), (source,), alias)
@@ -625,7 +626,7 @@ class custom_vjp:
             raise TypeError(f"custom_vjp {self.__name__!r}: call defvjp(fwd, bwd) first")
         leaves, tree = flatten(args)
         builder = current_builder()
-        tapes = [t for t in TRACES if isinstance(t, Tape) and t.active
+        tapes = [t for t in STATE.traces if isinstance(t, Tape) and t.active
                  and t.builder is builder and t.sees(leaves)]
         if not tapes:
             return self.fun(*args)
@@ -682,7 +683,7 @@ class custom_jvp:
     def __call__(self, *args):
         leaves, tree = flatten(args)
         builder = current_builder()
-        traces = [t for t in TRACES if isinstance(t, JvpTrace) and t.active
+        traces = [t for t in STATE.traces if isinstance(t, JvpTrace) and t.active
                   and t.builder is builder and t.sees(leaves)]
         if not traces or self.jvp_fn is None:
             return self.fun(*args)

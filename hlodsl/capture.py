@@ -36,6 +36,8 @@ import numpy as np
 
 from .array import Array
 from .autodiff import link
+from .cache import BoundedCache
+from .settings import config
 from .errors import ShapeError, staging_error, user_location
 from .graph import Builder, current_builder
 from .structural import Constant
@@ -111,9 +113,9 @@ def _key(x: Array) -> tuple:
 
 def _watched(x: Array) -> bool:
     """Whether an active derivative transformation depends on the concrete array ``x``."""
-    from .op import TRACES
+    from .context import STATE
 
-    return any(t.active and t.sees((x,)) for t in TRACES)
+    return any(t.active and t.sees((x,)) for t in STATE.traces)
 
 
 def union(*lists) -> list:
@@ -127,8 +129,8 @@ def union(*lists) -> list:
 
 # -- eager execution: stage the combinator as a small module ---------------------------
 
-_EXECUTABLES: dict[str, object] = {}
-EXECUTABLE_CACHE_SIZE = 256
+_EXECUTABLES = BoundedCache(lambda: config.eager_program_cache_size,
+                            "eager control-flow modules")
 
 
 def eager() -> bool:
@@ -137,9 +139,9 @@ def eager() -> bool:
     Under ``hd.grad`` and friends the combinator runs its ops one by one, so
     that the transformation observes them (a compiled module would hide them).
     """
-    from .op import TRACES
+    from .context import STATE
 
-    return current_builder() is None and not TRACES
+    return current_builder() is None and not STATE.traces
 
 
 def run_eagerly(impl: Callable, name: str, *args):
@@ -165,9 +167,7 @@ def run_eagerly(impl: Callable, name: str, *args):
     if exe is None:
         exe = compile_hlo(module_text(staged.computation, f"eager_{name}"),
                           out_types=[(t.shape, t.dtype.np_dtype) for t in staged.out_types])
-        _EXECUTABLES[key] = exe
-        while len(_EXECUTABLES) > EXECUTABLE_CACHE_SIZE:  # oldest first
-            del _EXECUTABLES[next(iter(_EXECUTABLES))]
+        exe = _EXECUTABLES.put(key, exe)
     return Entry(staged, exe).run(leaves)
 
 
@@ -224,7 +224,7 @@ def flatten_lifting(x) -> tuple[list, Any]:
                 return LEAF
             return td
         if td[0] is dict:
-            return (dict, td[1], tuple(map(walk, td[2])))
+            return (dict, td[1], tuple(map(walk, td[2])), *td[3:])
         if td[0] is attrs:
             return (*td[:3], tuple(map(walk, td[3])))
         return (td[0], tuple(map(walk, td[1])))

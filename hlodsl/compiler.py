@@ -15,11 +15,17 @@ hlodsl.Array[float32, ()](15.)
 from __future__ import annotations
 
 import functools
+import threading
+import warnings
 
+from .cache import BoundedCache
+from .errors import RecompileWarning
 from .flow import convert as _convert
 from .graph import current_builder
 from .printer import module_text
 from .runtime import Executable, compile_hlo
+from .settings import config
+from .signature import describe
 from .staging import Staged, stage
 from .tree import LEAF, flatten, unflatten
 
@@ -29,11 +35,13 @@ __all__ = ["compile", "Compiled"]
 class Entry:
     """One compiled signature: the executable and how to wrap its outputs."""
 
-    __slots__ = ("staged", "exe", "out_classes", "out_tree", "single")
+    __slots__ = ("staged", "exe", "out_classes", "out_tree", "single", "described", "fast_key")
 
     def __init__(self, staged: Staged, exe: Executable):
         from .array import array_class
 
+        self.described: dict | None = None  # argument path -> what this signature holds
+        self.fast_key: tuple | None = None  # the key of Compiled's positional-arrays table
         self.staged = staged
         self.exe = exe
         self.out_classes = tuple(array_class(t) for t in staged.out_types)
@@ -69,18 +77,37 @@ def _wrap(cls, buf):
 
 
 class Compiled:
-    """A function staged and compiled per signature; call it like the function."""
+    """A function staged and compiled per signature; call it like the function.
 
-    def __init__(self, fn, name: str | None = None, convert: bool = True):
+    At most ``cache_size`` signatures (default ``hlodsl.config.compile_cache_size``)
+    stay compiled; the least recently used one is dropped, and its executable
+    freed, past that. Compiling more than ``hlodsl.config.recompile_warning``
+    signatures warns (``RecompileWarning``), naming the argument that changed.
+    """
+
+    def __init__(self, fn, name: str | None = None, convert: bool = True,
+                 cache_size: int | None = None):
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "compiled")
         self.convert = convert
         self._staged_fn = None
         functools.update_wrapper(self, fn, updated=())
         # Signatures made only of positional arrays: keyed by the argument
-        # classes alone, which already determine element types and shapes.
-        self._fast: dict[tuple, Entry] = {}
-        self._slow: dict[tuple, Entry] = {}
+        # classes alone, which already determine element types and shapes. The
+        # values are the cells of ``_entries`` (``[entry, used]``): a hit is one
+        # dictionary read and one store.
+        fast: dict[tuple, list] = {}
+        self._fast = fast
+
+        def forget(key, entry):  # an evicted signature leaves the fast table too
+            if entry.fast_key is not None:
+                fast.pop(entry.fast_key, None)
+
+        size = (lambda: config.compile_cache_size) if cache_size is None else cache_size
+        self._entries = BoundedCache(size, f"signatures of {self.name}", on_evict=forget)
+        self._lock = threading.Lock()  # one thread compiles a signature, the others wait
+        self.compiles = 0  # signatures compiled so far, evicted ones included
+        self._warn_at = config.recompile_warning
 
     def __call__(self, *args, **kwargs):
         if current_builder() is not None:
@@ -88,22 +115,88 @@ class Compiled:
             # calls flatten into the enclosing module.
             return self.staged_fn(*args, **kwargs)
         if not kwargs:
-            entry = self._fast.get(tuple(map(type, args)))
-            if entry is not None:
-                return entry.run(args)
+            cell = self._fast.get(tuple(map(type, args)))
+            if cell is not None:
+                cell[1] = True
+                return cell[0].run(args)
         leaves, treedef = flatten((args, kwargs))
         key = (treedef, tuple(type(a) for a in leaves))
-        entry = self._slow.get(key)
+        entry = self._entries.get(key)
         if entry is None:
-            entry = self._compile(args, kwargs)
-            self._slow[key] = entry
-            if not kwargs and all(type(a) is type(l) for a, l in zip(args, leaves)) \
-                    and len(args) == len(leaves):
-                self._fast[tuple(map(type, args))] = entry
+            entry = self._compile_entry(key, args, kwargs, leaves)
         for a in leaves:
             if a._buf is None:
                 raise TypeError(f"{self.name}: a symbolic array was passed outside staging")
         return entry.run(leaves)
+
+    def _compile_entry(self, key, args, kwargs, leaves) -> Entry:
+        with self._lock:
+            entry = self._entries.get(key)  # another thread may have compiled it meanwhile
+            if entry is not None:
+                return entry
+            described = describe(self.fn, args, kwargs)
+            entry = self._compile(args, kwargs)
+            entry.described = described
+            self._note_recompile(described)
+            if not kwargs and len(args) == len(leaves) and \
+                    all(type(a) is type(l) for a, l in zip(args, leaves)):
+                entry.fast_key = tuple(map(type, args))
+            self._entries.put(key, entry)
+            if entry.fast_key is not None:
+                self._fast[entry.fast_key] = self._entries.slot(key)
+            self.compiles += 1
+        return entry
+
+    def _note_recompile(self, described: dict) -> None:
+        limit = config.recompile_warning
+        if not limit or self.compiles < limit or self.compiles < self._warn_at:
+            return
+        self._warn_at = 2 * max(self.compiles, limit)
+        why = self._difference(described)
+        warnings.warn(RecompileWarning(
+            f"{self.name} has compiled {self.compiles + 1} signatures"
+            + (f"; this call differs from the nearest compiled one in {why}" if why else "")
+            + ". Each new signature stages and compiles the function again: pass values "
+            "that change from call to call as arrays, not as Python values or new shapes "
+            "(hlodsl.config.recompile_warning sets when this warns)"), stacklevel=4)
+
+    def _difference(self, described: dict) -> str:
+        """How ``described`` differs from the nearest signature still cached."""
+        best = None
+        for entry in self._entries.values():
+            old = entry.described
+            if old is None:
+                continue
+            diff = [k for k in dict.fromkeys([*old, *described]) if old.get(k) != described.get(k)]
+            if best is None or len(diff) < len(best[0]):
+                best = (diff, old)
+        if not best or not best[0]:
+            return ""
+        diff, old = best
+        shown = [f"{k}: {old.get(k, 'absent')} before, {described.get(k, 'absent')} now"
+                 for k in diff[:3]]
+        return "; ".join(shown) + (f" (and {len(diff) - 3} more)" if len(diff) > 3 else "")
+
+    def explain(self, *args, **kwargs) -> str:
+        """Whether a call with these arguments would reuse a compiled signature, and if not,
+        which argument differs from the nearest one and how.
+
+        >>> import numpy as np, hlodsl as hd
+        >>> f = hd.compile(lambda x, scale: x * scale)
+        >>> _ = f(hd.array(np.float32([1, 2])), 2.0)
+        >>> print(f.explain(hd.array(np.float32([1, 2])), 2.0))
+        <lambda>: compiled already (1 signature cached)
+        >>> print(f.explain(hd.array(np.float32([1, 2, 3])), -0.0))
+        <lambda>: not compiled; nearest signature differs in x: f32[2] before, f32[3] now; scale: static 2.0 before, static -0.0 now
+        """
+        leaves, treedef = flatten((args, kwargs))
+        key = (treedef, tuple(type(a) for a in leaves))
+        n = len(self._entries)
+        if key in self._entries:
+            return f"{self.name}: compiled already ({n} signature{'s' * (n != 1)} cached)"
+        why = self._difference(describe(self.fn, args, kwargs))
+        return f"{self.name}: not compiled" + (
+            f"; nearest signature differs in {why}" if why else " (no signature cached)")
 
     @property
     def staged_fn(self):
@@ -124,19 +217,21 @@ class Compiled:
         """The cache entry for this signature, staging and compiling if needed."""
         leaves, treedef = flatten((args, kwargs))
         key = (treedef, tuple(type(a) for a in leaves))
-        entry = self._slow.get(key)
+        entry = self._entries.get(key)
         if entry is None:
-            entry = self._slow[key] = self._compile(args, kwargs)
+            entry = self._compile_entry(key, args, kwargs, leaves)
         return entry
 
     def cache_size(self) -> int:
-        return len(self._slow)
+        """How many signatures are compiled and cached now."""
+        return len(self._entries)
 
     def __repr__(self) -> str:
-        return f"<hlodsl.compile({self.name}): {len(self._slow)} signature(s)>"
+        return f"<hlodsl.compile({self.name}): {len(self._entries)} signature(s)>"
 
 
-def compile(fn=None, *, name: str | None = None, convert: bool = True):
+def compile(fn=None, *, name: str | None = None, convert: bool = True,
+            cache_size: int | None = None):
     """Stage ``fn`` into one HLO module per signature and run it with XLA.
 
     Usable as ``compile(f)`` or as a decorator ``@compile``. Arrays in the
@@ -144,10 +239,11 @@ def compile(fn=None, *, name: str | None = None, convert: bool = True):
     dynamic; every other argument is static and part of the signature.
     Python ``if``/``while``/``for i in range(...)`` on symbolic arrays in ``fn``
     and the functions it calls become HLO control flow (``hlodsl.flow``);
-    ``convert=False`` stages ``fn`` exactly as written.
+    ``convert=False`` stages ``fn`` exactly as written. ``cache_size`` bounds the
+    signatures kept compiled (default ``hlodsl.config.compile_cache_size``).
     """
     if fn is None:
-        return lambda f: Compiled(f, name, convert)
+        return lambda f: Compiled(f, name, convert, cache_size)
     if isinstance(fn, Compiled):
         return fn
-    return Compiled(fn, name, convert)
+    return Compiled(fn, name, convert, cache_size)

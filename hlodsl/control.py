@@ -234,9 +234,9 @@ def _scan_impl(f: Callable, init, xs, length: int | None, reverse: bool):
     count as ``length``), so wrapping this one function (e.g. with a custom
     derivative rule) covers both.
     """
-    from .op import TRACES
+    from .context import STATE
 
-    if TRACES:  # reverse mode: record the scan with its pullback (hlodsl/scan_ad.py)
+    if STATE.traces:  # reverse mode: record the scan with its pullback (hlodsl/scan_ad.py)
         from .scan_ad import scan_with_pullback
 
         out = scan_with_pullback(_scan_forward, f, init, xs, length, reverse)

@@ -94,6 +94,9 @@ _BY_HLO: dict[str, type[ElementType]] = {}
 def _leaf(name: str, base: type[ElementType], np_dtype, hlo: str) -> type[ElementType]:
     cls = _ElementTypeMeta(name, (base,), {
         "np_dtype": np.dtype(np_dtype),
+        # numpy (and jax) read an object's ``.dtype`` to learn its dtype, so
+        # ``np.dtype(float32)`` and ``np.zeros(2, dtype=x.dtype)`` mean numpy's float32.
+        "dtype": np.dtype(np_dtype),
         "hlo": hlo,
         "__doc__": f"XLA element type {hlo} (numpy {np.dtype(np_dtype).name}).",
         "__module__": __name__,

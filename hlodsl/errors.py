@@ -11,7 +11,7 @@ import sys
 from typing import NamedTuple
 
 __all__ = [
-    "HloDslError", "ShapeError", "StagingError", "XlaCompileError",
+    "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "RecompileWarning",
     "SourceLocation", "user_location", "require",
 ]
 
@@ -38,6 +38,10 @@ class StagingError(HloDslError):
 
 class XlaCompileError(HloDslError):
     """XLA rejected a module that hlodsl emitted."""
+
+
+class RecompileWarning(UserWarning):
+    """A compiled function keeps compiling new signatures (``hlodsl.config.recompile_warning``)."""
 
 
 class SourceLocation(NamedTuple):

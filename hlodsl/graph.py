@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .context import STATE, current_builder
 from .errors import SourceLocation, staging_error
 
 if TYPE_CHECKING:
@@ -42,12 +43,8 @@ class Node:
         return f"<Node {self.name} = {self.op!r}{tuple(o.name for o in self.operands)} : {self.type}>"
 
 
-_STACK: list[Builder] = []
-
-
-def current_builder() -> Builder | None:
-    """The innermost builder being staged into, or ``None`` when running eagerly."""
-    return _STACK[-1] if _STACK else None
+# The builder stack is per thread (hlodsl.context): staging in one thread never
+# records another thread's op calls.
 
 
 class Builder:
@@ -66,11 +63,11 @@ class Builder:
         self._constants: dict[int, tuple[object, Node]] = {}
 
     def __enter__(self) -> Builder:
-        _STACK.append(self)
+        STATE.builders.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        popped = _STACK.pop()
+        popped = STATE.builders.pop()
         assert popped is self, "staging builders exited out of order"
 
     def add(self, op, operands: tuple[Node, ...], type_: AbstractType,
@@ -99,7 +96,7 @@ class Builder:
         node = x._node
         if node is not None and node.builder is self:
             return node
-        if self.capture is not None and (node is None or node.builder in _STACK):
+        if self.capture is not None and (node is None or node.builder in STATE.builders):
             captured = self.capture(x)
             if captured is not None:
                 return captured
@@ -110,7 +107,7 @@ class Builder:
             f"'{node.builder.name}' was used inside '{self.name}'. HLO "
             "sub-computations (of Map, Reduce, Sort, ...) cannot capture values of "
             "the enclosing program: pass the array as an operand instead"
-            if node.builder in _STACK else
+            if node.builder in STATE.builders else
             f"a symbolic array {node.type} escaped the staging of '{node.builder.name}' "
             "(it was stored outside the staged function) and cannot be used here"
         )

@@ -27,16 +27,15 @@ import attrs
 
 from .array import Array, Token
 from .errors import internal_classes, require, staging_error, user_location
-from .graph import Builder, current_builder
+from .cache import BoundedCache
+from .settings import config
+from .context import STATE
+from .graph import Builder
 from .types import ArrayType, TokenType
 
-__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "TRACES"]
+__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op"]
 
 _REGISTRY: dict[str, type] = {}
-
-#: Active autodiff transformations (``hlodsl.autodiff``), outermost first. Empty
-#: unless a derivative is being taken, so the usual call path pays one check.
-TRACES: list = []
 
 # Concrete Array classes are real subclasses of Array: the C-level check skips
 # plum's parametric __instancecheck__ (a Python call) on this hot path.
@@ -113,8 +112,9 @@ class HloOp:
                     "Ops take arrays only (hlodsl.array(x) makes one; the stdlib functions "
                     "also accept Python scalars)"
                 )
-        builder = current_builder()
-        if TRACES:
+        state = STATE  # this thread's staging state (hlodsl.context)
+        builder = state.builders[-1] if state.builders else None
+        if state.traces:  # empty unless a derivative is being taken: one check
             from .autodiff import observed_call
             return observed_call(self, builder, args)
         if builder is None:
@@ -226,19 +226,16 @@ def wrap_node(builder: Builder, node):
 
 # -- eager execution: one cached one-op module per (op, operand types) ---------
 
-_EAGER: dict[tuple, object] = {}
-# Ops holding a fresh lambda make a new key on every call; the oldest entries
-# go first so a loop of such calls cannot grow the cache without bound.
-EAGER_CACHE_SIZE = 4096
+# Ops holding a fresh lambda make a new key on every call: the cache is bounded
+# (hlodsl.config.eager_cache_size), so a loop of such calls cannot grow it.
+_EAGER = BoundedCache(lambda: config.eager_cache_size, "eager one-op modules")
 
 
 def _eager(op: HloOp, args):
     key = (op, tuple(a.type for a in args))
     entry = _EAGER.get(key)
     if entry is None:
-        entry = _EAGER[key] = _compile_eager(op, key[1])
-        while len(_EAGER) > EAGER_CACHE_SIZE:
-            del _EAGER[next(iter(_EAGER))]
+        entry = _EAGER.put(key, _compile_eager(op, key[1]))
     for a in args:
         if a._buf is None:
             raise staging_error(

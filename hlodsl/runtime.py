@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from .errors import XlaCompileError  # noqa: E402
 
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
+           "is_buffer", "adopt", "copy_buffer", "check_process",
            "COMPILER_OPTIONS", "compiler_options"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
@@ -50,18 +52,112 @@ def backend():
     ``HLODSL_PLATFORM=cpu`` (or ``gpu``) forces a platform.
     """
     global _backend
+    if _forked_from is not None:
+        raise _fork_error()
     if _backend is None:
         _backend = _jax_backend.get_backend(os.environ.get("HLODSL_PLATFORM") or None)
     return _backend
+
+
+# -- fork(): XLA's client runs threads, and a forked child has none of them ---------
+# A child that uses a client started before the fork hangs on its first compile
+# (measured: forever), and a new client in the child aborts in XLA's mutexes.
+# So a child forked after the runtime started refuses every runtime call at
+# once, with a message saying what to do instead.
+
+_forked_from: int | None = None
+_EXECUTABLES: weakref.WeakSet = weakref.WeakSet()  # to disarm in a forked child
+
+
+def _started() -> bool:
+    """Whether an XLA client exists in this process (ours, or one jax made)."""
+    try:
+        from jax._src import xla_bridge  # version-sensitive: jax's table of clients
+        return _backend is not None or bool(xla_bridge._backends)
+    except (ImportError, AttributeError):
+        return _backend is not None
+
+
+def _fork_error() -> RuntimeError:
+    return RuntimeError(
+        f"hlodsl cannot run XLA in this process: it was forked (os.fork, or "
+        f"multiprocessing's default 'fork' start method on Linux) from process "
+        f"{_forked_from} after that process had started XLA, whose threads do not survive "
+        "fork(), so arrays and compiled functions made before the fork cannot be used here "
+        "and new ones cannot be made. Start worker processes with "
+        "multiprocessing.get_context('spawn') or 'forkserver', or fork before using hlodsl")
+
+
+def _disarmed(*args, **kwargs):
+    raise _fork_error()
+
+
+def _after_fork_in_child() -> None:
+    global _forked_from
+    if not _started():
+        return  # nothing ran yet: the child starts its own client on first use
+    _forked_from = os.getppid()
+    for exe in list(_EXECUTABLES):
+        exe.execute = _disarmed
+
+
+def check_process() -> None:
+    """Raise the fork error in a child forked after XLA started (see ``backend``)."""
+    if _forked_from is not None:
+        raise _fork_error()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def platform() -> str:
     return backend().platform
 
 
-def to_device(host: np.ndarray, device: int = 0):
-    """Copy a host array to a device (the first by default); returns the buffer."""
+def to_device(host: np.ndarray, device: int = 0, private: bool = False):
+    """Copy a host array to a device (the first by default); returns the buffer.
+
+    NOTE: on CPU, ``jax.device_put`` aliases a 64-byte aligned numpy buffer
+    instead of copying it (``may_alias=False`` included, jax 0.10.2): the
+    device array would change when the caller mutates its numpy array, and a
+    program still running on it would read the mutation. So the data is
+    copied once, into an aligned buffer of our own that PJRT then takes over
+    without a second copy. ``private=True`` says ``host`` was made for this
+    call (from Python values) and nobody else can write it: no copy.
+    """
+    if not private:
+        host = _private_copy(host)
     return jax.device_put(host, backend().devices()[device])
+
+
+def _private_copy(host: np.ndarray) -> np.ndarray:
+    """A copy of ``host`` at a 64-byte aligned address (what PJRT aliases on CPU)."""
+    raw = np.empty(host.nbytes + 64, np.uint8)
+    offset = -raw.ctypes.data % 64
+    out = raw[offset:offset + host.nbytes].view(host.dtype).reshape(host.shape)
+    np.copyto(out, host, casting="no")
+    return out
+
+
+def is_buffer(x) -> bool:
+    """Whether ``x`` is a device buffer of the runtime (a jax Array): immutable, shareable."""
+    return isinstance(x, jax.Array)
+
+
+def adopt(buf):
+    """A jax array as an hlodsl buffer: itself when it lives on one of our devices."""
+    devices = buf.devices()
+    if len(devices) == 1 and next(iter(devices)) in backend().devices():
+        return buf
+    return jax.device_put(buf, backend().devices()[0])
+
+
+def copy_buffer(buf):
+    """A new device buffer holding ``buf``'s data, on the same device."""
+    (device,) = buf.devices()
+    # The copy runs asynchronously: wait for it, since the source may be memory that
+    # its owner changes as soon as this returns (an imported numpy or torch array).
+    return jax.device_put(buf, device, may_alias=False).block_until_ready()
 
 
 def to_host(buf) -> np.ndarray:
@@ -74,19 +170,28 @@ def device_index(buf) -> int:
     return backend().devices().index(device)
 
 
-# DLPack: jax Arrays implement the protocol on their PJRT buffers, so exporting
-# shares the device memory (no copy); importing aliases the producer's memory
-# where PJRT accepts it (CPU needs 64-byte aligned data) and copies otherwise.
+# DLPack: jax Arrays implement the protocol on their PJRT buffers. Exporting
+# shares device memory, and some consumers (torch) write into what they get
+# whatever the capsule's read-only flag says: an hlodsl array, immutable, is
+# exported as a copy unless the consumer asks for copy=False (then the capsule
+# is flagged read-only, which numpy honours). Importing aliases the producer's
+# memory only when the producer is immutable (a jax or hlodsl array) or the
+# caller says copy=False; a numpy or torch array is copied.
 
 def to_dlpack(buf, **kwargs):
-    """The DLPack capsule of a buffer (``stream``, ``max_version``, ``dl_device``, ``copy``).
+    """The DLPack capsule of a copy of ``buf`` (``copy=False``: of ``buf`` itself, read-only).
 
-    A consumer asking for a version below 1.0 gets the legacy (unversioned)
-    capsule, as the protocol says; jax refuses such versions outright.
+    Keyword arguments are the protocol's: ``stream``, ``max_version``,
+    ``dl_device``, ``copy``. A consumer asking for a version below 1.0 gets the
+    legacy (unversioned) capsule, as the protocol says; jax refuses such
+    versions outright.
     """
     max_version = kwargs.get("max_version")
     if max_version is not None and tuple(max_version) < (1, 0):
         kwargs["max_version"] = None
+    copy = kwargs.pop("copy", None)
+    if copy is not False:
+        buf = copy_buffer(buf)
     return buf.__dlpack__(**kwargs)
 
 
@@ -95,25 +200,30 @@ def dlpack_device(buf) -> tuple:
     return buf.__dlpack_device__()
 
 
-def from_dlpack(obj, copy: bool | None = None):
+def from_dlpack(obj, copy: bool | None = None, immutable: bool = False):
     """A buffer on the default device holding the data of a DLPack producer.
 
-    Returns ``(buffer, numpy dtype)``. ``copy=False`` fails where aliasing is
-    impossible; ``copy=True`` always copies.
+    Returns ``(buffer, numpy dtype)``. ``copy=False`` aliases the producer's
+    memory and fails where that is impossible; ``copy=True`` always copies;
+    ``copy=None`` aliases only an ``immutable`` producer (or a jax array),
+    since a device buffer that aliases writable memory changes with it.
     """
     from jax import dlpack
 
     device = backend().devices()[0]
+    if copy is None and not (immutable or is_buffer(obj)):
+        copy = True
     try:
         # NOTE: jax 0.10's copy=True still aliases aligned host memory; copy below.
         buf = dlpack.from_dlpack(obj, device=device, copy=None if copy else copy)
     except Exception as e:  # PJRT takes compact layouts only (no strides such as x[::2])
         if copy is False:
             raise BufferError(str(e)) from None
-        return jax.device_put(np.ascontiguousarray(np.from_dlpack(obj)), device), \
-            np.dtype(np.from_dlpack(obj).dtype)
+        host = np.from_dlpack(obj)
+        return jax.device_put(_private_copy(np.ascontiguousarray(host)), device), \
+            np.dtype(host.dtype)
     if copy:
-        buf = jax.device_put(buf, device, may_alias=False)
+        buf = copy_buffer(buf)
     return buf, np.dtype(buf.dtype)
 
 
@@ -123,7 +233,7 @@ class Executable:
     A tuple-shaped result comes back as one buffer per tuple element.
     """
 
-    __slots__ = ("_exe", "text", "execute", "num_devices")
+    __slots__ = ("_exe", "text", "execute", "num_devices", "__weakref__")
 
     def __init__(self, exe, text: str, num_devices: int = 1):
         self._exe = exe
@@ -244,6 +354,7 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     executable = Executable(exe, text, n)
     if out_types is not None and n == 1:
         executable.execute = _direct_execute(exe, out_types, be.devices()[0])
+    _EXECUTABLES.add(executable)
     return executable
 
 

@@ -24,7 +24,7 @@ from typing import Callable
 from .autodiff import Tape, _differentiable, _Paused, fresh, zeros_like_array
 from .capture import discover, flatten_lifting, name_of, types_of
 from .graph import current_builder
-from .op import TRACES
+from .context import STATE
 from .tree import flatten, unflatten
 from .types import ArrayType
 
@@ -35,7 +35,7 @@ def scan_with_pullback(forward: Callable, f: Callable, init, xs, length, reverse
     """Run ``forward(f, init, xs, length, reverse)`` recording a scan pullback on the
     tapes that see its inputs; ``None`` when no tape does (then the caller runs it)."""
     builder = current_builder()
-    tapes = [t for t in TRACES if isinstance(t, Tape) and t.active and t.builder is builder]
+    tapes = [t for t in STATE.traces if isinstance(t, Tape) and t.active and t.builder is builder]
     if not tapes:
         return None
     c_leaves, c_tree = flatten_lifting(init)

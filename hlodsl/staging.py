@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 
 from .array import Array, Token
+from .cache import BoundedCache
+from .settings import config
 from .errors import staging_error
 from .graph import Builder, Computation
 from .tree import LEAF, flatten, unflatten
@@ -100,8 +102,8 @@ def _root(b: Builder, nodes: tuple, name: str, force_tuple: bool = False):
     return b.add(Tuple(), nodes, Tuple().result_type(*(n.type for n in nodes)), None)
 
 
-_SUBCOMPUTATIONS: dict[tuple, Computation] = {}
-SUBCOMPUTATION_CACHE_SIZE = 4096
+_SUBCOMPUTATIONS = BoundedCache(lambda: config.subcomputation_cache_size,
+                                "staged sub-computations")
 
 
 def _check_computation_arity(fn, name: str, arg_types: tuple) -> None:
@@ -149,8 +151,4 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
                 )
         root = _root(b, tuple(b.node_of(x) for x in leaves), name,
                      force_tuple=tuple_result or isinstance(out, (tuple, list)) and len(leaves) != 1)
-    comp = b.finish(root)
-    _SUBCOMPUTATIONS[key] = comp
-    while len(_SUBCOMPUTATIONS) > SUBCOMPUTATION_CACHE_SIZE:  # oldest first, as the eager cache
-        del _SUBCOMPUTATIONS[next(iter(_SUBCOMPUTATIONS))]
-    return comp
+    return _SUBCOMPUTATIONS.put(key, b.finish(root))

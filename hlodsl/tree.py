@@ -14,25 +14,59 @@ entry computation.
 
 from __future__ import annotations
 
+import struct
+
 import attrs
 import numpy as np
 
 from .array import Array, Token
 
-__all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map"]
+__all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
+           "static_key"]
 
 LEAF = "*"
 
+_FLOAT = struct.Struct("<d")
+_COMPLEX = struct.Struct("<dd")
+
+
+def static_key(value) -> tuple:
+    """A hashable key equal for two values exactly when they are the same value.
+
+    Python's ``==`` is not that: ``0.0 == -0.0`` (yet ``1 / x`` tells them
+    apart) and ``nan != nan``. A compile signature keyed by ``==`` would run
+    the program staged for ``0.0`` on ``-0.0``, and never hit for ``nan``.
+    Here numbers compare by type and bit pattern, containers element by
+    element, and any other value by its own ``==`` (with its type).
+
+    >>> static_key(0.0) == static_key(-0.0), static_key(float("nan")) == static_key(float("nan"))
+    (False, True)
+    >>> static_key(1) == static_key(True), static_key((1.0, 2)) == static_key((1.0, 2))
+    (False, True)
+    """
+    t = type(value)
+    if t is float:
+        return (t, _FLOAT.pack(value))
+    if t is complex:
+        return (t, _COMPLEX.pack(value.real, value.imag))
+    if isinstance(value, np.generic):
+        return (t, value.dtype.str, value.tobytes())
+    if isinstance(value, tuple):  # namedtuples and other tuple subclasses keep their type
+        return (t, tuple(static_key(v) for v in value))
+    if isinstance(value, frozenset):
+        return (t, frozenset(static_key(v) for v in value))
+    return (t, value)
+
 
 class _Static:
-    """A non-array value inside a structure: compared and hashed by value."""
+    """A non-array value inside a structure: compared and hashed by ``static_key``."""
 
     __slots__ = ("value", "_key")
 
     def __init__(self, value):
         self.value = value
         try:
-            self._key = (type(value), value)
+            self._key = static_key(value)
             hash(self._key)
         except TypeError:
             raise TypeError(
@@ -74,7 +108,11 @@ def _flatten(x, leaves: list):
         return (t, tuple(_flatten(v, leaves) for v in x))
     if t is dict:
         keys = tuple(x)
-        return (dict, keys, tuple(_flatten(x[k], leaves) for k in keys))
+        children = tuple(_flatten(x[k], leaves) for k in keys)
+        if all(type(k) is str for k in keys):
+            return (dict, keys, children)
+        # Keys compare exactly too (0.0 and -0.0 are different keys of a signature).
+        return (dict, keys, children, tuple(static_key(k) for k in keys))
     if attrs.has(t):
         names = tuple(f.name for f in attrs.fields(t))
         return (attrs, t, names, tuple(_flatten(getattr(x, n), leaves) for n in names))

@@ -122,12 +122,15 @@ def asarray(obj, dtype=None, copy=None, device=None):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    """An array sharing the memory of ``x``, any object with ``__dlpack__`` (numpy,
-    jax, torch, hlodsl arrays).
+    """An array of the data of ``x``, any object with ``__dlpack__`` (numpy, jax,
+    torch, hlodsl arrays).
 
-    The device buffer aliases ``x``'s memory where PJRT can take it over (on
-    CPU: 64-byte aligned data); otherwise the data is copied, unless
-    ``copy=False``, which then raises. ``copy=True`` always copies.
+    hlodsl arrays are immutable, so the device buffer shares ``x``'s memory
+    only where ``x`` cannot change either (a jax or hlodsl array), or where the
+    caller asks for it with ``copy=False`` and so promises not to write ``x``
+    while the array lives (that raises where PJRT cannot take the memory over;
+    on CPU it needs 64-byte aligned, compact data). Otherwise the data is
+    copied, as with ``copy=True``.
 
     >>> import numpy as np
     >>> from_dlpack(np.arange(3, dtype=np.int16))
@@ -140,6 +143,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     if not hasattr(x, "__dlpack__"):
         raise fail(TypeError, f"from_dlpack: {type(x).__name__} does not implement the DLPack "
                               "protocol (__dlpack__)")
+    if isinstance(x, Array) and not copy:
+        return x
     try:
         buf, np_dtype = runtime.from_dlpack(x, copy=copy)
     except (BufferError, ValueError) as e:

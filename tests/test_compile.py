@@ -198,8 +198,8 @@ def test_compile_as_decorator_and_kwargs():
 def test_eager_calls_with_fresh_lambdas_do_not_grow_the_caches_without_bound(monkeypatch):
     from hlodsl import op as op_module, staging as staging_module
 
-    monkeypatch.setattr(op_module, "EAGER_CACHE_SIZE", 3)
-    monkeypatch.setattr(staging_module, "SUBCOMPUTATION_CACHE_SIZE", 3)
+    monkeypatch.setattr(hd.config, "eager_cache_size", 3)
+    monkeypatch.setattr(hd.config, "subcomputation_cache_size", 3)
     x = hd.array(np.float32([1, 2]))
     for k in range(6):
         np.testing.assert_array_equal(np.asarray(ops.Map(lambda a, k=k: a * k)(x)), [k, 2 * k])

@@ -341,11 +341,13 @@ def _address(a) -> int:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int8, np.complex128, np.bool_])
-def test_dlpack_to_numpy_shares_the_buffer(dtype):
+def test_dlpack_export_is_a_copy_unless_copy_false_then_read_only(dtype):
     x = hd.array(np.arange(6).reshape(2, 3).astype(dtype))
     assert x.__dlpack_device__()[1] == 0
     _same(np.from_dlpack(x), np.arange(6).reshape(2, 3).astype(dtype))
-    assert _address(x) == x._buf.unsafe_buffer_pointer()
+    assert _address(x) != x._buf.unsafe_buffer_pointer()  # the consumer owns a copy
+    shared = np.from_dlpack(x, copy=False)
+    assert shared.ctypes.data == x._buf.unsafe_buffer_pointer() and not shared.flags.writeable
 
 
 def test_dlpack_bfloat16_through_jax():
@@ -354,21 +356,23 @@ def test_dlpack_bfloat16_through_jax():
 
     x = hd.array(np.float32([1.5, -2]).astype(ml_dtypes.bfloat16))
     back = jnp.from_dlpack(x)
-    assert back.dtype == jnp.bfloat16 and back.unsafe_buffer_pointer() == \
-        x._buf.unsafe_buffer_pointer()
+    assert back.dtype == jnp.bfloat16
     y = xp.from_dlpack(back)
     assert y.dtype is hd.bfloat16
     np.testing.assert_array_equal(np.asarray(y, np.float32), [1.5, -2])
 
 
-def test_from_dlpack_numpy_zero_copy_and_copies():
+def test_from_dlpack_of_numpy_copies_unless_copy_false():
     host = _aligned(np.arange(12, dtype=np.float32).reshape(3, 4))
     x = xp.from_dlpack(host, copy=False)
-    assert _address(x) == host.ctypes.data  # aliased, not copied
+    assert _address_of_buffer(x) == host.ctypes.data  # aliased, as asked
     _same(x, host)
-    y = xp.from_dlpack(host, copy=True)
-    assert _address(y) != host.ctypes.data
-    _same(y, host)
+    for copy in (None, True):  # numpy memory is writable: an alias would change with it
+        y = xp.from_dlpack(host, copy=copy)
+        assert _address_of_buffer(y) != host.ctypes.data
+        host[0, 0] = 100
+        assert float(y[0, 0]) == 0
+        host[0, 0] = 0
     # Strided views need a copy; copy=False refuses it clearly.
     _same(xp.from_dlpack(host[:, ::2]), host[:, ::2])
     with pytest.raises(BufferError, match="from_dlpack"):
@@ -377,17 +381,21 @@ def test_from_dlpack_numpy_zero_copy_and_copies():
         xp.from_dlpack([1, 2])
 
 
+def _address_of_buffer(a) -> int:
+    return a._buf.unsafe_buffer_pointer()
+
+
 def test_dlpack_round_trips_with_jax_and_hlodsl():
     import jax.numpy as jnp
 
     j = jnp.arange(5, dtype=jnp.int32)
     x = xp.from_dlpack(j)
     _same(x, np.arange(5, dtype=np.int32))
-    assert _address(x) == j.unsafe_buffer_pointer()  # jax's buffer, shared
+    assert _address_of_buffer(x) == j.unsafe_buffer_pointer()  # jax's buffer: immutable, shared
     back = jnp.from_dlpack(x)
-    assert back.unsafe_buffer_pointer() == _address(x)
+    _same(back, np.arange(5, dtype=np.int32))
     z = xp.from_dlpack(x)
-    assert _address(z) == _address(x)
+    assert _address_of_buffer(z) == _address_of_buffer(x)  # an hlodsl array is immutable too
     _same(z + 1, np.arange(1, 6, dtype=np.int32))  # an imported buffer feeds ops
 
 
@@ -398,6 +406,10 @@ def test_dlpack_with_torch():
     _same(x, t.numpy())
     back = torch.utils.dlpack.from_dlpack(x)
     np.testing.assert_array_equal(back.numpy(), t.numpy())
+    # Neither side sees the other's writes: torch tensors are mutable, hlodsl arrays not.
+    t[0, 0] = 100
+    back[0, 1] = 100
+    _same(x, np.arange(6, dtype=np.float32).reshape(2, 3))
 
 
 def test_dlpack_legacy_version_request():

@@ -1,0 +1,115 @@
+"""``BoundedCache``: the one kind of cache hlodsl keeps, bounded and safe across threads.
+
+Compiled executables, eager one-op modules and staged sub-computations are
+all kept in one of these: at most ``maxsize`` entries (a number, or a function
+read at every insertion so ``hlodsl.config`` changes apply at once), evicting
+the least recently used entry first (the "second chance" clock: a hit only
+sets a flag, so the lookup stays a dictionary read). Insertions and evictions
+take a lock; a lookup takes none.
+
+>>> c = BoundedCache(2, "example")
+>>> c.put("a", 1), c.put("b", 2), c.get("a")
+(1, 2, 1)
+>>> c.put("c", 3)        # "b" is the least recently used: it goes
+3
+>>> sorted(c.keys())
+['a', 'c']
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Hashable
+
+__all__ = ["BoundedCache"]
+
+
+class BoundedCache:
+    """A dictionary of at most ``maxsize`` entries, least recently used evicted first."""
+
+    __slots__ = ("_data", "_lock", "_maxsize", "name", "on_evict", "evictions")
+
+    def __init__(self, maxsize: int | Callable[[], int], name: str,
+                 on_evict: Callable[[Hashable, object], None] | None = None):
+        self._data: dict = {}  # key -> [value, used since the clock last passed]
+        self._lock = threading.Lock()
+        self._maxsize = maxsize
+        self.name = name
+        #: ``on_evict(key, value)`` runs (under the lock) for each entry dropped.
+        self.on_evict = on_evict
+        self.evictions = 0
+
+    @property
+    def maxsize(self) -> int:
+        m = self._maxsize
+        return max(int(m() if callable(m) else m), 1)
+
+    def get(self, key, default=None):
+        hit = self._data.get(key)
+        if hit is None:
+            return default
+        hit[1] = True
+        return hit[0]
+
+    def slot(self, key):
+        """The entry's ``[value, used]`` cell (or None): hot paths read it without a call."""
+        return self._data.get(key)
+
+    def put(self, key, value):
+        """Insert ``value`` unless ``key`` is present; returns the value the cache holds.
+
+        Two threads that both missed and both computed a value get the same one.
+        """
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                hit[1] = True
+                return hit[0]
+            self._data[key] = [value, False]
+            self._shrink(self.maxsize)
+        return value
+
+    def get_or_make(self, key, make: Callable[[], object]):
+        """The cached value for ``key``, else ``make()`` (run outside the lock), cached."""
+        hit = self._data.get(key)
+        if hit is not None:
+            hit[1] = True
+            return hit[0]
+        return self.put(key, make())
+
+    def _shrink(self, limit: int) -> None:
+        data = self._data
+        while len(data) > limit:
+            key = next(iter(data))
+            cell = data.pop(key)
+            if cell[1]:  # used since the clock last passed: a second chance, at the back
+                cell[1] = False
+                data[key] = cell
+                continue
+            self.evictions += 1
+            if self.on_evict is not None:
+                self.on_evict(key, cell[0])
+
+    def pop(self, key, default=None):
+        with self._lock:
+            cell = self._data.pop(key, None)
+        return default if cell is None else cell[0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def keys(self) -> list:
+        return list(self._data)
+
+    def values(self) -> list:
+        return [cell[0] for cell in list(self._data.values())]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key) -> bool:
+        return key in self._data
+
+    def __repr__(self) -> str:
+        return f"<BoundedCache {self.name}: {len(self._data)}/{self.maxsize}>"

@@ -1,0 +1,42 @@
+"""Per-thread staging state: the builders being staged into and the active transformations.
+
+Staging is a property of the thread that does it: while one thread stages a
+function, another may run eager ops or stage a function of its own, and
+neither may see the other's builders or derivative tapes. Everything that
+says "what is being staged right now" reads this module's ``STATE``, one
+instance per thread (``threading.local``).
+
+>>> import threading, hlodsl as hd, numpy as np
+>>> from hlodsl.graph import Builder
+>>> seen = []
+>>> with Builder("main thread"):
+...     t = threading.Thread(target=lambda: seen.append(current_builder()))
+...     t.start(); t.join()
+>>> seen
+[None]
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["STATE", "current_builder"]
+
+
+class _State(threading.local):
+    """What one thread is staging: a stack of builders and of transformations."""
+
+    def __init__(self):
+        #: Builders being staged into, innermost last (``hlodsl.graph.Builder``).
+        self.builders: list = []
+        #: Active transformations observing op calls, outermost first (autodiff's traces).
+        self.traces: list = []
+
+
+STATE = _State()
+
+
+def current_builder():
+    """The innermost builder this thread is staging into, or ``None`` when running eagerly."""
+    builders = STATE.builders
+    return builders[-1] if builders else None

@@ -1,0 +1,70 @@
+"""What a compile signature records about each argument, by the argument's name and path.
+
+``hd.compile`` keys its cache by the structure of the arguments, the type of
+every array in it and the value of every other (static) value. When a call
+misses the cache, this module says *where* it differs: each leaf of the
+arguments gets a path that names it as the user wrote it (``params['w'][0]``,
+``state.step``) and a short text of what the signature holds there.
+
+>>> import numpy as np, hlodsl as hd
+>>> def step(params, lr, *, decay=0.5): ...
+>>> describe(step, ({"w": hd.array(np.zeros(3, np.float32))}, 0.1), {})
+{"params['w']": 'f32[3]', 'lr': 'static 0.1'}
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import attrs
+import numpy as np
+
+from .array import Array, Token
+
+__all__ = ["describe"]
+
+
+def describe(fn, args: tuple, kwargs: dict) -> dict[str, str]:
+    """``{path: what the signature holds}`` for every leaf of ``fn(*args, **kwargs)``."""
+    out: dict[str, str] = {}
+    for name, value in _named_arguments(fn, args, kwargs):
+        _walk(value, name, out)
+    return out
+
+
+def _named_arguments(fn, args, kwargs) -> list[tuple[str, object]]:
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # no signature, or a call the function will reject
+        return [(f"arg{i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+    named = []
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            named += [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            named += list(value.items())
+        else:
+            named.append((name, value))
+    return named
+
+
+def _walk(x, path: str, out: dict) -> None:
+    if isinstance(x, (Array, Token)):
+        out[path] = str(x.type)
+    elif isinstance(x, np.ndarray):
+        out[path] = f"numpy {x.dtype}{list(x.shape)}"
+    elif type(x) in (tuple, list):
+        for i, v in enumerate(x):
+            _walk(v, f"{path}[{i}]", out)
+    elif isinstance(x, tuple) and hasattr(x, "_fields"):
+        for k, v in zip(x._fields, x):
+            _walk(v, f"{path}.{k}", out)
+    elif type(x) is dict:
+        for k, v in x.items():
+            _walk(v, f"{path}[{k!r}]", out)
+    elif attrs.has(type(x)):
+        for f in attrs.fields(type(x)):
+            _walk(getattr(x, f.name), f"{path}.{f.name}", out)
+    else:
+        out[path] = f"static {x!r}"
