@@ -163,7 +163,7 @@ class Compiled:
     def _difference(self, described: dict) -> str:
         """How ``described`` differs from the nearest signature still cached."""
         best = None
-        for entry in self._entries.values():
+        for entry in reversed(self._entries.values()):  # the newest first, among equals
             old = entry.described
             if old is None:
                 continue

@@ -29,19 +29,33 @@ from __future__ import annotations
 
 import __future__
 import ast
+import copy
+import dis
 import inspect
+import linecache
 import sys
 import sysconfig
 import textwrap
+import threading
 import types
+import warnings
 import weakref
 from collections import Counter
 from typing import Callable
 
-__all__ = ["convert"]
+from .tree import static_key
 
-_FLOW = "_hlodsl_flow"  # the name converted code reaches this module by (a closure cell)
-_PREFIX = "_hlodsl_"  # generated functions and flags
+__all__ = ["convert", "StaleSourceWarning"]
+
+
+class StaleSourceWarning(UserWarning):
+    """A function's source file changed after it was loaded: it is not converted."""
+
+# Names of what conversion adds (the cell holding this module, generated functions,
+# loop flags): not identifiers, so no user variable or function can be called the
+# same. CPython compiles an AST whatever its names are.
+_FLOW = "hlodsl.flow"  # the name converted code reaches this module by (a closure cell)
+_PREFIX = "hlodsl."  # generated functions and flags
 _FRAME_BUILTINS = {"super", "locals", "globals", "vars", "dir", "eval", "exec"}
 _LIBRARY_DIRS = tuple({p for k in ("stdlib", "platstdlib", "purelib", "platlib")
                        if (p := sysconfig.get_paths().get(k))})
@@ -89,28 +103,37 @@ def call(fn, /, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
+# Keyed by (code, file): code objects compare equal across files when their
+# bytecode, names and line numbers agree (CPython leaves co_filename out).
 _CONVERTED_CODES: set = set()
-_TEMPLATES: dict[types.CodeType, types.CodeType | None] = {}
+_TEMPLATES: dict[tuple, types.CodeType | None] = {}
 _FUNCTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+_LOCK = threading.RLock()  # conversion caches are shared by the threads that stage
 
 
 def _converted(fn: types.FunctionType) -> types.FunctionType:
     hit = _FUNCTIONS.get(fn)
     if hit is None:
-        code = _template(fn)
-        hit = fn if code is None else _instantiate(fn, code)
-        _FUNCTIONS[fn] = hit
+        with _LOCK:
+            hit = _FUNCTIONS.get(fn)
+            if hit is None:
+                code = _template(fn)
+                hit = fn if code is None else _instantiate(fn, code)
+                _FUNCTIONS[fn] = hit
     return hit
 
 
 def _template(fn: types.FunctionType) -> types.CodeType | None:
     """The converted code object of ``fn``'s code (cached by code), or None to leave it."""
     code = fn.__code__
-    if code in _CONVERTED_CODES or _library(fn):
+    key = (code, code.co_filename)
+    if key in _CONVERTED_CODES or _library(fn):
         return None
-    if code in _TEMPLATES:
-        return _TEMPLATES[code]
-    _TEMPLATES[code] = template = _build(fn)
+    if key in _TEMPLATES:
+        return _TEMPLATES[key]
+    _TEMPLATES[key] = template = _build(fn)
     return template
 
 
@@ -129,35 +152,137 @@ def _library(fn) -> bool:
 
 def _build(fn: types.FunctionType) -> types.CodeType | None:
     code = fn.__code__
+    lines = _source_lines(code)
+    if not lines:
+        return None  # no source: the REPL, exec(), a deleted file
     try:
-        lines, first = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    except (SyntaxError, IndentationError):
+        tree = None
+    if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) \
+            or tree.body[0].name != code.co_name:
+        _warn_stale(fn)  # something else stands where the function was
         return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) \
-            or tree.body[0].name != code.co_name or first != code.co_firstlineno:
-        return None  # not this function's source (e.g. the one a functools.wraps wrapper wraps)
-    ast.increment_lineno(tree, first - 1)
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
     fdef = tree.body[0]
     fdef.decorator_list = []
+    # The source is read now, from the file as it is now: convert it only if it
+    # compiles to the very code that was loaded (the file may have been edited
+    # since; running the edited body under hd.compile and the loaded one eagerly
+    # would be two different programs).
+    original = _compile_in_place(fn, copy.deepcopy(fdef), with_flow=False)
+    if original is None or not (_same_code(original, code) or _rewritten_by_pytest(fn, fdef)):
+        _warn_stale(fn)
+        return None
+    if "__class__" in code.co_freevars:  # a method that may call super() with no arguments
+        _explicit_super(fdef)
     _Converter(code.co_filename, fdef.name).function(fdef)
+    found = _compile_in_place(fn, fdef, with_flow=True)
+    if found is None or not set(found.co_freevars) <= set(code.co_freevars) | {_FLOW}:
+        return None
+    return _finish(found, fdef.name, fdef.name)
+
+
+def _explicit_super(fdef: ast.FunctionDef) -> None:
+    """``super()`` -> ``super(__class__, self)``: conversion moves branch and loop bodies
+    into nested functions, where ``super()`` with no arguments finds no ``self``."""
+    params = fdef.args.posonlyargs + fdef.args.args
+    if not params:
+        return
+    for n in _own(fdef.body):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" \
+                and not n.args and not n.keywords:
+            n.args = [_at(_name("__class__"), n), _at(_name(params[0].arg), n)]
+
+
+def _source_lines(code: types.CodeType) -> list[str]:
+    """The lines of the block that starts at ``code``'s first line in its file, as the
+    file is now (not ``inspect.getsourcelines``: it would follow ``__wrapped__``)."""
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename)
+    if not lines or len(lines) < code.co_firstlineno:
+        return []
+    try:
+        return inspect.getblock(lines[code.co_firstlineno - 1:])
+    except (SyntaxError, IndentationError):  # tokenizing a block that is not one
+        return []
+
+
+def _compile_in_place(fn, fdef, with_flow: bool) -> types.CodeType | None:
+    """``fdef`` compiled where ``fn`` was defined: in its class, with its free variables."""
+    code = fn.__code__
     parts = fn.__qualname__.split(".")
     cls = parts[-2] if len(parts) > 1 and parts[-2] != "<locals>" else None
     inner = fdef if cls is None else \
         ast.ClassDef(name=cls, bases=[], keywords=[], body=[fdef], decorator_list=[])
-    cells = [v for v in code.co_freevars if not (cls and v == "__class__")] + [_FLOW]
+    cells = [v for v in code.co_freevars if not (cls and v == "__class__")] + \
+        ([_FLOW] if with_flow else [])
     factory = ast.FunctionDef(
         name=f"{_PREFIX}factory", args=_arguments([]), decorator_list=[], returns=None,
         body=[ast.Assign([ast.Name(v, ast.Store())], ast.Constant(None)) for v in cells]
         + [inner])
     module = ast.Module([_at(factory, fdef)], [])
     ast.fix_missing_locations(module)
-    compiled = compile(module, code.co_filename, "exec",
-                       flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
-    found = _find_code(compiled, fdef.name)
-    if found is None or not set(found.co_freevars) <= set(code.co_freevars) | {_FLOW}:
+    try:
+        compiled = compile(module, code.co_filename, "exec",
+                           flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    except (SyntaxError, ValueError):
         return None
-    return _finish(found, fdef.name, fdef.name)
+    return _find_code(compiled, fdef.name)
+
+
+_CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_varnames",
+                "co_names", "co_freevars", "co_cellvars")
+# Compiled alone, a function's method calls may come out as LOAD_METHOD where the
+# whole module gave LOAD_ATTR (CPython skips the method-call form on names it knows
+# were imported): the same program either way.
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
+_NOISE = {"CACHE", "EXTENDED_ARG", "RESUME", "NOP"}
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects are one program (line numbers and names of code aside)."""
+    if any(getattr(a, f) != getattr(b, f) for f in _CODE_FIELDS) \
+            or len(a.co_consts) != len(b.co_consts) or _program(a) != _program(b):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or static_key(x) != static_key(y):
+            return False
+    return True
+
+
+def _program(code: types.CodeType) -> list:
+    """The instructions of ``code`` as (operation, argument), jumps by target position."""
+    instructions = [i for i in dis.get_instructions(code) if i.opname not in _NOISE]
+    position = {i.offset: k for k, i in enumerate(instructions)}
+    out = []
+    for i in instructions:
+        if i.opcode in dis.hasjrel or i.opcode in dis.hasjabs:
+            arg = position.get(i.argval)
+        elif isinstance(i.argval, types.CodeType):
+            arg = i.argval.co_name
+        else:
+            arg = i.argval
+        out.append((_SAME_OP.get(i.opname, i.opname), repr(arg)))
+    return out
+
+
+def _rewritten_by_pytest(fn, fdef) -> bool:
+    """pytest compiles test modules with their ``assert`` statements rewritten."""
+    loader = fn.__globals__.get("__loader__")
+    return type(loader).__module__.startswith("_pytest") and \
+        any(isinstance(n, ast.Assert) for n in ast.walk(fdef))
+
+
+def _warn_stale(fn) -> None:
+    warnings.warn(
+        f"hlodsl: the source of {fn.__qualname__} in {fn.__code__.co_filename} no longer "
+        "matches the code that was loaded (the file changed after it was imported), so its "
+        "Python control flow on arrays is not converted; reload the module to convert it",
+        StaleSourceWarning, stacklevel=4)
 
 
 def _find_code(code: types.CodeType, name: str):
@@ -179,7 +304,7 @@ def _finish(code: types.CodeType, user: str, qual: str) -> types.CodeType:
                    for c in code.co_consts)
     code = code.replace(co_consts=consts, co_name=name,
                         **({"co_qualname": qual} if generated else {}))
-    _CONVERTED_CODES.add(code)
+    _CONVERTED_CODES.add((code, code.co_filename))
     return code
 
 
@@ -458,6 +583,7 @@ class _Converter:
         self.count = 0
         self.jumps = [0]
         self.globals: set[str] = set()
+        self.declared: set[str] = set()  # global and nonlocal names of the function
         self.all_loads: Counter = Counter()
 
     # -- scopes ---------------------------------------------------------------------
@@ -472,14 +598,15 @@ class _Converter:
             if names:
                 hoisted.append(_at(kind(names), fdef))
         fdef.body = _strip_declarations(fdef.body) or [_at(ast.Pass(), fdef)]
-        outer = self.globals, self.all_loads, self.user
+        outer = self.globals, self.declared, self.all_loads, self.user
         self.user = fdef.name
         self.globals = {x for d in declared if isinstance(d, ast.Global) for x in d.names}
+        self.declared = {x for d in declared for x in d.names}
         fdef.body = _normalize(fdef.body, tail=True)
         fdef.body = _lower_jumps(fdef.body, self.jumps)
         self.all_loads = _loads(fdef.body)
         fdef.body = hoisted + self.block(fdef.body, depth=0)
-        self.globals, self.all_loads, self.user = outer
+        self.globals, self.declared, self.all_loads, self.user = outer
         return fdef
 
     def block(self, stmts, depth: int) -> list:
@@ -591,7 +718,19 @@ class _Converter:
             return [*branches, _at(ast.Return(call), s)]
         return [*branches, *self.assign(names, call, s)]
 
+    def outside(self, nodes) -> str | None:
+        """A global or nonlocal variable the statements assign: a symbolic branch or loop
+        body cannot give one a value (it would be a symbolic array left behind)."""
+        names = sorted(_assigned(nodes) & self.declared)
+        if not names:
+            return None
+        kind = "global" if names[0] in self.globals else "nonlocal"
+        return f"assigns the {kind} variable '{names[0]}'"
+
     def if_reason(self, s: ast.If, returning: bool) -> str | None:
+        outside = self.outside(s.body + s.orelse)
+        if outside:
+            return outside
         if returning and not (_tail_returns(s.body) and _tail_returns(s.orelse)):
             return "has a `return` that is not the last statement of both of its branches"
         if _has(s.body + s.orelse, (ast.Break, ast.Continue), into_loops=False):
@@ -604,6 +743,9 @@ class _Converter:
         return None
 
     def loop_reason(self, loop) -> str | None:
+        outside = self.outside(loop.body)
+        if outside:
+            return outside
         if _has(loop.body, ast.Return):
             return "contains a `return`"
         if _deletes(loop.body):
