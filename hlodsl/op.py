@@ -31,6 +31,7 @@ from .cache import BoundedCache
 from .settings import config
 from .context import STATE
 from .graph import Builder
+from .tree import static_key
 from .types import ArrayType, TokenType
 
 __all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op"]
@@ -43,18 +44,53 @@ _is_array = type.__instancecheck__.__get__(Array)
 
 
 def frozen(cls=None, **kwargs):
-    """``attrs.frozen`` for op classes, keeping ``HloOp``'s call-like repr.
+    """``attrs.frozen`` for op classes: a call-like repr, and checked, exact static operands.
+
+    Every field is a static operand. A value its converter rejects raises an
+    error naming the op and the field (not the converter's bare complaint),
+    and fields compare by ``hlodsl.tree.static_key``: ``Scale(0.0)`` and
+    ``Scale(-0.0)`` are different ops, so they are never shared as one node.
 
     >>> @frozen
     ... class Scale(HloOp):
     ...     factor: float = 1.0
-    >>> Scale(2.0), Scale()
-    (Scale(factor=2.0), Scale())
+    >>> Scale(2.0), Scale(), Scale(0.0) == Scale(-0.0)
+    (Scale(factor=2.0), Scale(), False)
     """
     kwargs.setdefault("repr", False)
+    kwargs.setdefault("field_transformer", _static_operands)
+    if kwargs.get("eq", True) is not False:
+        kwargs.setdefault("cache_hash", True)  # ops are hashed by every eager call and node
     if cls is None:
         return lambda c: attrs.frozen(c, **kwargs)
     return attrs.frozen(cls, **kwargs)
+
+
+def _static_operands(cls, fields):
+    out = []
+    for f in fields:
+        changes = {}
+        if f.converter is not None and callable(f.converter):
+            changes["converter"] = _named_converter(cls.__name__, f.name, f.converter)
+        if f.eq and f.eq_key is None:
+            changes["eq_key"] = static_key
+        out.append(f.evolve(**changes) if changes else f)
+    return out
+
+
+def _named_converter(op: str, field: str, convert):
+    """``convert``, with its failures reported as a bad static operand of ``op``."""
+    convert = getattr(convert, "inner", convert)  # an inherited field: re-wrap the original
+
+    def convert_static_operand(value):
+        try:
+            return convert(value)
+        except Exception as e:  # noqa: BLE001 (any converter failure is a bad operand)
+            cls = e.__class__ if isinstance(e, (TypeError, ValueError)) else TypeError
+            raise cls(f"{op}: static operand {field}={value!r} is not valid: {e}") from None
+
+    convert_static_operand.inner = convert
+    return convert_static_operand
 
 
 def registry() -> dict[str, type]:

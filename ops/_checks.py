@@ -2,18 +2,48 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from hlodsl.dtypes import Floating
 from hlodsl.errors import require
 
-__all__ = ["dims", "sizes", "check_dims", "check_permutation", "check_one_float_precision",
-           "dims_text"]
+__all__ = ["integer", "flag", "dims", "sizes", "one_of", "check_dims", "check_permutation",
+           "check_one_float_precision", "dims_text"]
+
+# Converters of static operands. They refuse what does not mean what it looks
+# like (``Reshape((2.9, 6))`` must not be ``(2, 6)``, nor ``True`` a size 1);
+# ``hlodsl.op.frozen`` adds the op's and the field's names to their errors.
+
+
+def integer(value) -> int:
+    """Converter: a Python or numpy integer (not a bool, a float or a string).
+
+    >>> integer(3), integer(np.int64(2))
+    (3, 2)
+    >>> integer(2.9)
+    Traceback (most recent call last):
+    TypeError: expected an int, got 2.9 (float)
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"expected an int, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+def flag(value) -> bool:
+    """Converter: a Python or numpy bool (``bool("no")`` would be True)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"expected True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
 
 
 def dims(value) -> tuple[int, ...]:
     """Converter: an int or a sequence of ints to a tuple (so ops hash by value)."""
-    if isinstance(value, int):
-        return (value,)
-    return tuple(int(v) for v in value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return (int(value),)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"expected an int or a sequence of ints, got {value!r} "
+                        f"({type(value).__name__})")
+    return tuple(integer(v) for v in value)
 
 
 def sizes(value) -> tuple[int, ...]:
@@ -22,6 +52,17 @@ def sizes(value) -> tuple[int, ...]:
     if any(s < 0 for s in shape):
         raise ValueError(f"array dimensions must be non-negative, got {shape}")
     return shape
+
+
+def one_of(*allowed: str):
+    """Converter factory: a string, case-insensitive, among ``allowed`` (returned upper-case)."""
+
+    def choice(value) -> str:
+        if not isinstance(value, str) or value.upper() not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {value!r}")
+        return value.upper()
+
+    return choice
 
 
 def check_dims(op, what: str, axes: tuple[int, ...], rank: int | None = None) -> None:

@@ -10,14 +10,14 @@ hlodsl.Array[int32, (2, 3)](
 
 from __future__ import annotations
 
-import operator
-
 import attrs
 import numpy as np
 
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
+
+from ._checks import integer
 
 __all__ = ["Concatenate"]
 
@@ -30,7 +30,7 @@ class Concatenate(HloOp, opcode="concatenate"):
     ``dimension`` is the sum of theirs.
     """
 
-    dimension: int = attrs.field(converter=operator.index, default=0)
+    dimension: int = attrs.field(converter=integer, default=0)
 
     def __attrs_post_init__(self):
         if self.dimension < 0:

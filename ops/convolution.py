@@ -17,7 +17,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import check_permutation
+from ._checks import check_permutation, integer
 
 __all__ = ["Convolution"]
 
@@ -89,8 +89,8 @@ class Convolution(HloOp, opcode="convolution"):
     lhs_spec: tuple[int, ...] | None = attrs.field(converter=_spec("bf"), default=None)
     rhs_spec: tuple[int, ...] | None = attrs.field(converter=_spec("oi"), default=None)
     out_spec: tuple[int, ...] | None = attrs.field(converter=_spec("bf"), default=None)
-    feature_group_count: int = attrs.field(converter=int, default=1)
-    batch_group_count: int = attrs.field(converter=int, default=1)
+    feature_group_count: int = attrs.field(converter=integer, default=1)
+    batch_group_count: int = attrs.field(converter=integer, default=1)
     preferred_element_type: type | None = attrs.field(converter=_optional(element_type),
                                                       default=None)
 

@@ -15,7 +15,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import dims, dims_text
+from ._checks import dims, dims_text, one_of
 
 __all__ = ["Fft"]
 
@@ -40,7 +40,7 @@ class Fft(HloOp, opcode="fft"):
     FFT/IFFT; the transform of other lengths is not defined, so it is required.
     """
 
-    fft_type: str = attrs.field(converter=lambda v: str(v).upper())
+    fft_type: str = attrs.field(converter=one_of("FFT", "IFFT", "RFFT", "IRFFT"))
     fft_length: tuple[int, ...] = attrs.field(converter=dims)
 
     def __attrs_post_init__(self):

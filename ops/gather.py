@@ -27,7 +27,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import dims, dims_text
+from ._checks import dims, dims_text, flag, integer
 
 __all__ = ["Gather"]
 
@@ -72,11 +72,11 @@ class Gather(HloOp, opcode="gather"):
     offset_dims: tuple[int, ...] = attrs.field(converter=dims)
     collapsed_slice_dims: tuple[int, ...] = attrs.field(converter=dims)
     start_index_map: tuple[int, ...] = attrs.field(converter=dims)
-    index_vector_dim: int = attrs.field(converter=int)
+    index_vector_dim: int = attrs.field(converter=integer)
     slice_sizes: tuple[int, ...] = attrs.field(converter=dims)
     operand_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
     start_indices_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
-    indices_are_sorted: bool = attrs.field(converter=bool, default=False)
+    indices_are_sorted: bool = attrs.field(converter=flag, default=False)
 
     def __attrs_post_init__(self):
         rank = len(self.slice_sizes)

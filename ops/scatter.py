@@ -26,7 +26,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import dims, dims_text
+from ._checks import dims, dims_text, flag, integer
 from .gather import check_disjoint, check_sorted_unique, index_batch_shape
 
 __all__ = ["Scatter"]
@@ -40,11 +40,11 @@ class Scatter(HloOp, opcode="scatter"):
     update_window_dims: tuple[int, ...] = attrs.field(converter=dims)
     inserted_window_dims: tuple[int, ...] = attrs.field(converter=dims)
     scatter_dims_to_operand_dims: tuple[int, ...] = attrs.field(converter=dims)
-    index_vector_dim: int = attrs.field(converter=int)
+    index_vector_dim: int = attrs.field(converter=integer)
     input_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
     scatter_indices_batching_dims: tuple[int, ...] = attrs.field(converter=dims, default=())
-    indices_are_sorted: bool = attrs.field(converter=bool, default=False)
-    unique_indices: bool = attrs.field(converter=bool, default=False)
+    indices_are_sorted: bool = attrs.field(converter=flag, default=False)
+    unique_indices: bool = attrs.field(converter=flag, default=False)
 
     def __attrs_post_init__(self):
         check_sorted_unique(self, "update_window_dims", self.update_window_dims)

@@ -23,6 +23,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
+from ._checks import flag, integer
 from .reduce_window import takes
 
 __all__ = ["Sort"]
@@ -37,8 +38,8 @@ class Sort(HloOp, opcode="sort"):
     """
 
     comparator: Callable
-    dimension: int = attrs.field(converter=int)
-    is_stable: bool = attrs.field(default=False, converter=bool)
+    dimension: int = attrs.field(converter=integer)
+    is_stable: bool = attrs.field(default=False, converter=flag)
 
     def __attrs_post_init__(self):
         if self.dimension < 0:

@@ -17,6 +17,8 @@ from hlodsl.dtypes import ComplexFloating, Floating
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 
+from ._checks import one_of
+
 __all__ = ["TriangularSolve"]
 
 _TRANSPOSES = ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT")
@@ -37,7 +39,7 @@ class TriangularSolve(HloOp, opcode="triangular-solve"):
     left_side: bool
     lower: bool
     unit_diagonal: bool = False
-    transpose_a: str = attrs.field(converter=lambda v: str(v).upper(), default="NO_TRANSPOSE")
+    transpose_a: str = attrs.field(converter=one_of(*_TRANSPOSES), default="NO_TRANSPOSE")
 
     def __attrs_post_init__(self):
         for name in ("left_side", "lower", "unit_diagonal"):
