@@ -23,13 +23,15 @@ from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
-from .autodiff import (  # noqa: F401
-    custom_jvp, custom_vjp, grad, hessian, hvp, jvp, jvp_rule, value_and_grad, vjp, vjp_rule,
-)
+from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .replicated import replicated  # noqa: F401
-from .control import cond, fori_loop, scan, switch, while_loop  # noqa: F401
-from .flow import convert  # noqa: F401
 
-from . import ops, stdlib  # noqa: E402,F401  (the layers above the core)
+# The layers above the core: hlodsl's public face gathers them.
+from . import ops  # noqa: E402,F401
+from .transforms import (  # noqa: E402,F401
+    StaleSourceWarning, cond, convert, custom_jvp, custom_vjp, fori_loop, grad, hessian, hvp,
+    jvp, scan, switch, value_and_grad, vjp, while_loop,
+)
+from . import transforms, stdlib  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -20,7 +20,6 @@ import warnings
 
 from .cache import BoundedCache
 from .errors import RecompileWarning
-from .flow import convert as _convert
 from .graph import current_builder
 from .printer import module_text
 from .runtime import Executable, compile_hlo
@@ -29,7 +28,21 @@ from .signature import describe
 from .staging import Staged, stage
 from .tree import LEAF, flatten, unflatten
 
-__all__ = ["compile", "Compiled"]
+__all__ = ["compile", "Compiled", "use_conversion"]
+
+# The step that converts a function's Python control flow on arrays before it is
+# staged (hlodsl.transforms.flow.convert). The transformations layer hands it in
+# when it is imported: the core does not import the layers above it.
+_CONVERSION: list = []
+
+
+def use_conversion(step) -> None:
+    """Make ``step(fn) -> fn`` what ``compile(convert=True)`` applies before staging."""
+    _CONVERSION[:] = [step]
+
+
+def _convert(fn):
+    return _CONVERSION[0](fn) if _CONVERSION else fn
 
 
 class Entry:

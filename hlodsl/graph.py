@@ -54,7 +54,7 @@ class Builder:
         self.name = name
         #: ``capture(x) -> Node | None``, asked about a concrete array or a symbolic
         #: array of an enclosing computation before the default (a constant, or an
-        #: error): hlodsl.control makes such arrays extra operands of its ops.
+        #: error): hlodsl.transforms.control makes such arrays extra operands of its ops.
         self.capture = capture
         self.nodes: list[Node] = []
         self.params: list[Node] = []

@@ -34,7 +34,7 @@ from .graph import Builder
 from .tree import static_key
 from .types import ArrayType, TokenType
 
-__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op"]
+__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "observed_call"]
 
 _REGISTRY: dict[str, type] = {}
 
@@ -151,7 +151,6 @@ class HloOp:
         state = STATE  # this thread's staging state (hlodsl.context)
         builder = state.builders[-1] if state.builders else None
         if state.traces:  # empty unless a derivative is being taken: one check
-            from .autodiff import observed_call
             return observed_call(self, builder, args)
         if builder is None:
             return _eager(self, args)
@@ -171,6 +170,27 @@ class HloOp:
                  if f.default is attrs.NOTHING or getattr(self, f.name) != f.default]
         fields = ", ".join(f"{f.name}={_short(getattr(self, f.name))}" for f in shown)
         return f"{type(self).__name__}({fields})"
+
+
+def observed_call(op: HloOp, builder, args: tuple):
+    """An op call while transformations are active (``HloOp.__call__`` routes here).
+
+    A transformation (``hlodsl.transforms``: reverse and forward mode) is an
+    object on this thread's ``STATE.traces`` with a ``builder`` (the staging
+    context it watches), an ``active`` flag, ``sees(args)`` (whether the call
+    involves values it follows) and ``record_op(op, args, out)``. The core
+    only routes calls to them; what they do is theirs.
+    """
+    traces = [t for t in STATE.traces if t.active and t.builder is builder and t.sees(args)]
+    if not traces:
+        return apply_op(op, builder, args)
+    if isinstance(op, Composite) and op.differentiate_expansion:
+        # Transform what the composite stages as: its ops are observed one by one.
+        return op.stage(builder, args)
+    out = apply_op(op, builder, args)
+    for t in traces:
+        t.record_op(op, args, out)
+    return out
 
 
 def apply_op(op: HloOp, builder: Builder | None, args):

@@ -283,6 +283,11 @@ def _hlo_to_mlir(text: str) -> bytes:
     return xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
 
 
+def hlo_opcode_enum_names() -> list[str]:
+    """The names of XLA's ``HloOpcode`` enum (``kAdd``, ...) in the installed jaxlib."""
+    return [n for n in dir(xc.hlo.HloOpcode) if n.startswith("k")]
+
+
 def device_count() -> int:
     return len(backend().devices())
 

@@ -11,10 +11,15 @@ from typing import Callable
 import numpy as np
 
 from hlodsl.array import Array, array
-from hlodsl.autodiff import zeros_like_array
+from hlodsl.rules import transformations
 
 __all__ = ["full_like", "zeros_like_array", "sum_to", "add", "mul", "neg", "sub", "div",
            "sum_dims", "conj_if_complex", "inexact", "put", "vjp_through", "jvp_through"]
+
+
+def zeros_like_array(x: Array) -> Array:
+    """An array of zeros of ``x``'s type (eager or staged, wherever x lives)."""
+    return full_like(x, 0)
 
 
 def full_like(x: Array, value) -> Array:
@@ -104,12 +109,10 @@ def put(args, positions, values) -> list:
 
 def vjp_through(fn: Callable, args, ct) -> list:
     """Cotangents of ``fn``'s arguments (None for integer ones) at ``args``, for ``ct``."""
-    from hlodsl.autodiff import vjp
-
     moving = [i for i, a in enumerate(args) if inexact(a)]
     cts: list = [None] * len(args)
     if moving:
-        _, pullback = vjp(lambda *xs: fn(*put(args, moving, xs)),
+        _, pullback = transformations.vjp(lambda *xs: fn(*put(args, moving, xs)),
                           *(args[i] for i in moving))
         for i, c in zip(moving, pullback(ct)):
             cts[i] = c
@@ -118,11 +121,9 @@ def vjp_through(fn: Callable, args, ct) -> list:
 
 def jvp_through(fn: Callable, args, tangents) -> tuple:
     """``(fn(*args), tangent of the result)``; a None tangent is zero, integers have none."""
-    from hlodsl.autodiff import jvp
-
     moving = [i for i, a in enumerate(args) if inexact(a)]
     ts = tuple(tangents[i] if tangents[i] is not None else zeros_like_array(args[i])
                for i in moving)
-    return jvp(lambda *xs: fn(*put(args, moving, xs)),
+    return transformations.jvp(lambda *xs: fn(*put(args, moving, xs)),
                tuple(args[i] for i in moving), ts)
 

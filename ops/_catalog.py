@@ -74,10 +74,9 @@ def _spelling(enum_name: str) -> str:
 
 def xla_opcodes() -> list[str]:
     """The HLO text opcodes of the installed XLA (from jaxlib's HloOpcode enum)."""
-    from jaxlib.xla_client import hlo
+    from hlodsl.runtime import hlo_opcode_enum_names
 
-    names = [n for n in dir(hlo.HloOpcode) if n.startswith("k")]
-    return sorted(_spelling(n) for n in names)
+    return sorted(_spelling(n) for n in hlo_opcode_enum_names())
 
 
 def library_ops() -> dict[str, type]:

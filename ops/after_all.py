@@ -50,8 +50,8 @@ class AfterAll(HloOp, opcode="after-all"):
         return TokenType()
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import nondifferentiable  # noqa: E402
+from hlodsl.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(AfterAll)

@@ -107,13 +107,13 @@ class BatchNormGrad(_BatchNorm, opcode="batch-norm-grad"):
         return grad_x, grad_scale, grad_offset
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # Training: ct of the normalised result goes through BatchNormGrad; the batch
 # statistics' cts add d mean/dx = 1/N and d var/dx = 2 (x - mean)/N. Inference
 # and BatchNormGrad itself are differentiated through their formulas written
 # with elementwise ops and sums (so second derivatives work).
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 def _spread(op, v, x):

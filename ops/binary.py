@@ -117,9 +117,9 @@ class Xor(Binary, opcode="xor"):
     numpy = staticmethod(np.bitwise_xor)
 
 
-# -- derivatives (hlodsl.autodiff): cotangents of (x, y) given the result's ct -------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms): cotangents of (x, y) given the result's ct -------
 
-from hlodsl.autodiff import nondifferentiable, vjp_rule  # noqa: E402
+from hlodsl.rules import nondifferentiable, vjp_rule  # noqa: E402
 
 from ._ad import div, full_like, mul, neg  # noqa: E402
 

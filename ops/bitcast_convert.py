@@ -47,9 +47,9 @@ class BitcastConvert(HloOp, opcode="bitcast-convert"):
         return flat.reshape(x.shape + (src // dst,) if src > dst else x.shape[:-1])
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import nondifferentiable  # noqa: E402
+from hlodsl.rules import nondifferentiable  # noqa: E402
 
 # Reinterpreting bits has no derivative (jax: zero tangent), even float to float.
 nondifferentiable(BitcastConvert)

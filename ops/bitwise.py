@@ -102,9 +102,9 @@ class PopulationCount(Unary, opcode="popcnt"):
     numpy = staticmethod(_popcnt)
 
 
-# -- derivatives (hlodsl.autodiff): integer ops carry none ------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms): integer ops carry none ------------------------
 
-from hlodsl.autodiff import nondifferentiable  # noqa: E402
+from hlodsl.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, CountLeadingZeros,
                   PopulationCount)

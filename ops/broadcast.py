@@ -56,9 +56,9 @@ class Broadcast(HloOp, opcode="broadcast"):
         return np.broadcast_to(x.reshape(expanded), self.shape)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 from ._ad import sum_dims  # noqa: E402
 

@@ -40,12 +40,12 @@ class Call(HloOp, opcode="call"):
         return [f"to_apply={ctx.computation(comp)}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # Differentiated through the computation: the pullback (and the tangent map) are
-# themselves Calls, of hlodsl.autodiff.vjp (jvp) applied to the computation.
+# themselves Calls, of hlodsl.vjp (jvp) applied to the computation.
 # Integer and boolean operands are held fixed.
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 from ._ad import inexact, jvp_through, put, vjp_through  # noqa: E402
 

@@ -59,7 +59,7 @@ class Cholesky(HloOp, opcode="cholesky"):
         return (low if self.lower else np.conj(np.swapaxes(low, -1, -2))).astype(a.dtype)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # For the factor L of S (S Hermitian, built from the triangle that is read):
 # with Phi(X) the lower triangle of X with its diagonal halved, the adjoint of
 # dS -> dL is Lbar -> G = L^-H Phi(L^H Lbar) L^-1 (Murray 2016, "Differentiation
@@ -68,7 +68,7 @@ class Cholesky(HloOp, opcode="cholesky"):
 # on the way in and the result on the way out. The upper form is the lower form
 # of a^H (the factor is L^H).
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 def _phi(x):

@@ -31,9 +31,9 @@ class Clamp(HloOp, opcode="clamp"):
         return np.minimum(np.maximum(x, lo), hi)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch

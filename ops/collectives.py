@@ -214,11 +214,11 @@ class CollectiveBroadcast(_Collective, opcode="collective-broadcast"):
         return self._common()
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # The cotangent of a sum all-reduce is the sum all-reduce of the cotangent (every
 # device's input reaches every device's output once).
 
-from hlodsl.autodiff import register_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import register_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch

@@ -103,9 +103,9 @@ class Select(HloOp, opcode="select"):
         return np.where(p, t, f)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import nondifferentiable, vjp_rule  # noqa: E402
+from hlodsl.rules import nondifferentiable, vjp_rule  # noqa: E402
 
 nondifferentiable(Compare)
 

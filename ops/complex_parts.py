@@ -56,9 +56,9 @@ class Imag(_Part, opcode="imag"):
         return np.imag(z)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 # jax's conventions: these ops are R-linear and the cotangent is their plain
 # transpose (no conjugation): real <- complex(ct, 0), imag <- complex(0, -ct),

@@ -148,14 +148,14 @@ class Conditional(HloOp, opcode="conditional"):
         return [f"true_computation={names[0]}", f"false_computation={names[1]}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # The derivative of a conditional is a conditional of derivatives: branch i of
 # the pullback takes (branch i's operands, ct) and returns the cotangents of
 # every branch's floating-point operands, zeros for the other branches', so all
 # branches return the same types; branch i of the tangent map returns the
 # tangent of branch i's result. The selector has no derivative.
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 from ._ad import inexact  # noqa: E402
 

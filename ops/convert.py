@@ -33,9 +33,9 @@ class Convert(HloOp, opcode="convert"):
         return np.asarray(x).astype(self.new_dtype.np_dtype)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 from hlodsl.dtypes import Inexact  # noqa: E402
 
 

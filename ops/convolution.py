@@ -203,14 +203,14 @@ class Convolution(HloOp, opcode="convolution"):
         return np.transpose(out, np.argsort(os)).astype(rtype.dtype.np_dtype)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # Both cotangents are convolutions again (as jax's conv_general_dilated transpose
 # rules): ct_lhs convolves ct with the spatially reversed kernel, its in/out
 # features swapped, strides and lhs dilation trading places; ct_rhs convolves
 # lhs with ct, batch and feature dims swapped, strides and rhs dilation trading
 # places. Feature groups of one are batch groups of the other.
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 from hlodsl.dtypes import Inexact  # noqa: E402
 
 

@@ -30,8 +30,8 @@ class PartitionId(HloOp, opcode="partition-id"):
         return ArrayType(uint32, ())
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import nondifferentiable  # noqa: E402
+from hlodsl.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(ReplicaId, PartitionId)

@@ -104,9 +104,9 @@ class Dot(HloOp, opcode="dot"):
         return np.einsum(spec, lhs, rhs).astype(out_dtype)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 def _dot_transpose(op: Dot, ct, other, mine_rank, mine_c, mine_b, other_c, other_b,

@@ -84,7 +84,7 @@ def _dtype_of(kind: str, dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # All four are linear; the cotangent is their transpose (jax's convention for
 # complex values). The DFT matrix is symmetric, so FFT and IFFT transpose to
 # themselves. RFFT is the FFT of the complex embedding, cut to n//2 + 1 entries:
@@ -92,7 +92,7 @@ def _dtype_of(kind: str, dtype: np.dtype) -> np.dtype:
 # the RFFT of ct, scaled by 1/N, doubled where RFFT dropped a mirrored
 # component, and conjugated.
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch

@@ -144,12 +144,12 @@ class Gather(HloOp, opcode="gather"):
 
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
 import numpy as np  # noqa: E402
 
 from hlodsl.array import array  # noqa: E402
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 def _add(a, b):

@@ -46,8 +46,8 @@ class Iota(HloOp, opcode="iota"):
         return idx.astype(self.dtype.np_dtype)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import nondifferentiable  # noqa: E402
+from hlodsl.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(Iota)

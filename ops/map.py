@@ -46,11 +46,13 @@ class Map(HloOp, opcode="map"):
                 f"to_apply={ctx.computation(self._comp(operand_types))}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
 import attrs  # noqa: E402
 
-from hlodsl.autodiff import vjp, vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
+
+from hlodsl.rules import transformations  # noqa: E402
 from hlodsl.dtypes import Inexact  # noqa: E402
 
 
@@ -83,7 +85,7 @@ class MapPullback:
         def at(xi):
             return self.computation(*xs[:self.index], xi, *xs[self.index + 1:])
 
-        return vjp(at, xs[self.index])[1](ct)[0]
+        return transformations.vjp(at, xs[self.index])[1](ct)[0]
 
 
 @vjp_rule.dispatch

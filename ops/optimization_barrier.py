@@ -47,10 +47,10 @@ class OptimizationBarrier(HloOp, opcode="opt-barrier"):
         return tuple(arrays)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
 from hlodsl.array import Array  # noqa: E402
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 from hlodsl.dtypes import Inexact  # noqa: E402
 
 

@@ -83,9 +83,9 @@ class Pad(HloOp, opcode="pad"):
                          zip(self.low, self.high, out.shape))]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch

@@ -56,9 +56,9 @@ class ReducePrecision(HloOp, opcode="reduce-precision"):
         return [f"exponent_bits={self.exponent_bits}", f"mantissa_bits={self.mantissa_bits}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import nondifferentiable, vjp_rule  # noqa: E402
+from hlodsl.rules import nondifferentiable, vjp_rule  # noqa: E402
 
 # Piecewise constant, as the other roundings (ops/unary.py).
 nondifferentiable(RoundNearestAfz)

@@ -75,9 +75,9 @@ class Reduce(HloOp, opcode="reduce"):
         return [f"dimensions={dims_text(self.dimensions)}", f"to_apply={ctx.computation(comp)}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 def reduction_kind(op: Reduce, dtype) -> str | None:

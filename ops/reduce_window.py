@@ -177,7 +177,7 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
         return attrs.evolve(self, padding=padding)(*trimmed, *args[n:])
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # A sum window's cotangent spreads ct back over each window: ct padded (strides
 # become interior padding) and summed over windows again, as jax's
 # reduce_window_sum transpose. A max/min window's ct goes to the element each
@@ -187,7 +187,7 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
 # (``_tiled_chooser_transpose``). The init value is added once per result
 # element (padding adds nothing).
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 def _kind(op: ReduceWindow, args) -> str:

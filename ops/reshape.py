@@ -61,9 +61,9 @@ class Transpose(HloOp, opcode="transpose"):
         return np.transpose(x, self.permutation)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch

@@ -39,9 +39,9 @@ class Reverse(HloOp, opcode="reverse"):
         return np.flip(x, self.dimensions)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch

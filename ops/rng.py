@@ -87,9 +87,9 @@ class RngBitGenerator(HloOp, opcode="rng-bit-generator"):
         return [f"algorithm=rng_{self.algorithm}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import nondifferentiable  # noqa: E402
+from hlodsl.rules import nondifferentiable  # noqa: E402
 
 # Random draws carry no derivative with respect to their parameters or state.
 nondifferentiable(Rng, RngBitGenerator)

@@ -137,14 +137,14 @@ class Scatter(HloOp, opcode="scatter"):
         return out
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
 import math  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from hlodsl.array import array  # noqa: E402
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 from hlodsl.dtypes import int32  # noqa: E402
 
 

@@ -83,14 +83,14 @@ class SelectAndScatter(HloOp, opcode="select-and-scatter"):
                 f"scatter={ctx.computation(scatter)}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # The result is linear in source (and init): each source value lands on the
 # element its window selects. The cotangent of source gathers ct back from those
 # elements: a two-operand ReduceWindow over (operand, ct) that carries the
 # selected element's ct along (jax's select_and_gather_add). The operand only
 # chooses positions, so it has no derivative (zero almost everywhere).
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 def select_direction(select: Callable, dtype) -> str | None:

@@ -69,9 +69,9 @@ class Sort(HloOp, opcode="sort"):
         return out + [f"to_apply={ctx.computation(self._comp(operand_types))}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @attrs.frozen

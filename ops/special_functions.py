@@ -124,10 +124,10 @@ class Acosh(_Composite, opcode="acosh"):
         return Select()(_large(x, x), big, _log1p_sqrt(x, b.Subtract()(x, _c(1, x))))
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # The composites are differentiated through their expansions; erf is one instruction.
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 from ._ad import full_like, mul  # noqa: E402
 

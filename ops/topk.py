@@ -58,9 +58,9 @@ class TopK(HloOp, opcode="topk"):
         return np.take_along_axis(x, idx, -1), idx
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch

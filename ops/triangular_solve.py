@@ -83,14 +83,14 @@ class TriangularSolve(HloOp, opcode="triangular-solve"):
         return np.swapaxes(x, -1, -2).astype(b.dtype)
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # With T = op(a) as read (triangle, unit diagonal, transpose) and x the result:
 # left side, T x = b gives ct_b = T^-T ct and ct_T = -ct_b x^T; right side,
 # x T = b gives ct_b = ct T^-T and ct_T = -x^T ct_b (jax's convention for complex
 # values: transposes, not adjoints). ct_a is ct_T brought back through op and
 # kept to the triangle that is read.
 
-from hlodsl.autodiff import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 def matrix_transpose(x):

@@ -158,9 +158,9 @@ class IsFinite(Unary, opcode="is-finite"):
         return super().result_type(x).with_dtype(pred)
 
 
-# -- derivatives (hlodsl.autodiff): the operand's cotangent given the result's ct -------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms): the operand's cotangent given the result's ct -------
 
-from hlodsl.autodiff import nondifferentiable, register_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import nondifferentiable, register_rule, vjp_rule  # noqa: E402
 
 from ._ad import add, div, full_like, mul, neg, sub  # noqa: E402
 

@@ -87,12 +87,12 @@ class While(HloOp, opcode="while"):
         return [f"condition={ctx.computation(cond)}", f"body={ctx.computation(body)}"]
 
 
-# -- derivatives (hlodsl.autodiff) ------------------------------------------------
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 # Forward mode carries the tangents of the floating-point state elements as
-# extra state: the new body is hlodsl.autodiff.jvp of the body. Reverse mode
+# extra state: the new body is hlodsl.jvp of the body. Reverse mode
 # would need the trip count (or a stack of states) to run the body backwards.
 
-from hlodsl.autodiff import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -106,7 +106,7 @@ def _(op: While, ct, out, *state):
 def _(op: While, tangents: tuple, out, *state):
     from ._ad import jvp_through
 
-    from hlodsl.autodiff import zeros_like_array
+    from ._ad import zeros_like_array
     from ._ad import inexact
 
     moving = [i for i, x in enumerate(state) if inexact(x)]

@@ -5,7 +5,7 @@ other test_autodiff_*.py files; this test keeps a new op from arriving
 without one (its author gets the list of ops that lack a rule).
 """
 
-from hlodsl.autodiff import has_derivative
+from hlodsl.rules import has_derivative
 from hlodsl.ops._catalog import library_ops
 from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
 

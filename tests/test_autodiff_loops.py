@@ -1,7 +1,7 @@
 """Reverse mode through scan and fori_loop (static trip count), against jax.
 
 The pullback of a scan is a reverse scan that re-runs the body under a tape
-(hlodsl/scan_ad.py); these tests check it against jax.grad of jax.lax.scan /
+(transforms/scan_ad.py); these tests check it against jax.grad of jax.lax.scan /
 fori_loop on a small RNN whose body closes over its weights, eagerly and
 compiled, forwards and reversed, and that a loop with a data-dependent trip
 count is refused in reverse mode with a message saying what to use.

@@ -27,7 +27,7 @@ from jax import lax
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
-from hlodsl import capture, control
+from hlodsl.transforms import capture, control
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64]
 TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}

@@ -22,7 +22,7 @@ from hypothesis.extra import numpy as hnp
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
-from hlodsl import flow
+from hlodsl.transforms import flow
 
 SETTINGS = settings(max_examples=12, deadline=None)
 vectors = hnp.arrays(np.float32, 3, elements=st.floats(-8, 8, width=32))

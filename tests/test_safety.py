@@ -25,7 +25,7 @@ import pytest
 import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl import StagingError, runtime
-from hlodsl.flow import StaleSourceWarning
+from hlodsl.transforms.flow import StaleSourceWarning
 
 
 def _aligned(values: np.ndarray) -> np.ndarray:

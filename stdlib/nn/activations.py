@@ -12,7 +12,7 @@ import math
 
 from hlodsl import ops
 from hlodsl.array import Array
-from hlodsl.autodiff import custom_jvp, custom_vjp
+from hlodsl.transforms.custom import custom_jvp, custom_vjp
 
 from ..creation import zeros_like
 from ..elementwise import exp, log, maximum, multiply, sigmoid, tanh

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .autodiff import Tape, _differentiable, _Paused, fresh, zeros_like_array
+from hlodsl.ops._ad import zeros_like_array
+
+from .traces import Paused, Tape, differentiable, fresh
 from .capture import discover, flatten_lifting, name_of, types_of
-from .graph import current_builder
-from .context import STATE
-from .tree import flatten, unflatten
-from .types import ArrayType
+from hlodsl.graph import current_builder
+from hlodsl.context import STATE
+from hlodsl.tree import flatten, unflatten
+from hlodsl.types import ArrayType
 
 __all__ = ["scan_with_pullback"]
 
@@ -57,16 +59,16 @@ def scan_with_pullback(forward: Callable, f: Callable, init, xs, length, reverse
         new, y = f(carry, x)
         return new, (y, carry)
 
-    with _Paused(tapes):
+    with Paused(tapes):
         final, (ys, carries) = forward(f_saving, unflatten(c_tree, c_leaves),
                                        unflatten(x_tree, x_leaves), length, reverse)
     out_leaves = flatten((final, ys))[0]
     ny = len(out_leaves) - nc
     carries = flatten(carries)[0]
-    fc = [i for i in range(nc) if _differentiable(c_leaves[i])]
-    fx = [i for i in range(nx) if _differentiable(x_leaves[i])]
-    fy = [j for j in range(ny) if _differentiable(out_leaves[nc + j])]
-    caps = [k for k, c in enumerate(captured) if _differentiable(c)]
+    fc = [i for i in range(nc) if differentiable(c_leaves[i])]
+    fx = [i for i in range(nx) if differentiable(x_leaves[i])]
+    fy = [j for j in range(ny) if differentiable(out_leaves[nc + j])]
+    caps = [k for k, c in enumerate(captured) if differentiable(c)]
 
     def back(state, inp):
         ct_c, ct_caps = state

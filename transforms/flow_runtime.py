@@ -23,13 +23,13 @@ from typing import Callable
 
 import numpy as np
 
-from .array import Array
-from .dtypes import Bool, ComplexFloating, Floating, Integer
-from .dtypes import pred as pred_dtype
-from .errors import ShapeError, StagingError, staging_error
-from .structural import Constant
-from .tree import flatten
-from .types import ArrayType
+from hlodsl.array import Array
+from hlodsl.dtypes import Bool, ComplexFloating, Floating, Integer
+from hlodsl.dtypes import pred as pred_dtype
+from hlodsl.errors import ShapeError, StagingError, staging_error
+from hlodsl.structural import Constant
+from hlodsl.tree import flatten
+from hlodsl.types import ArrayType
 
 __all__ = ["Undefined", "undefined", "load", "not_", "and_", "or_", "stopped", "static_test",
            "static_range", "if_", "while_", "for_range"]
@@ -624,7 +624,7 @@ def _trip(lo, hi, step: int, dtype) -> Array:
 
 
 def _element(dtype: np.dtype):
-    from .dtypes import element_type
+    from hlodsl.dtypes import element_type
 
     return element_type(dtype)
 

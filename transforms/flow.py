@@ -43,7 +43,7 @@ import weakref
 from collections import Counter
 from typing import Callable
 
-from .tree import static_key
+from hlodsl.tree import static_key
 
 __all__ = ["convert", "StaleSourceWarning"]
 

@@ -31,17 +31,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .array import Array
+from hlodsl.array import Array
 from .capture import (
     bind, check_carry, discover, eager, error, flatten_lifting, leaf_paths, name_of, rename,
     run_eagerly, show, types_of, union,
 )
-from .dtypes import Integer, int32
-from .dtypes import pred as pred_dtype
-from .errors import ShapeError
-from .structural import Constant
-from .tree import LEAF, unflatten
-from .types import ArrayType
+from hlodsl.dtypes import Integer, int32
+from hlodsl.dtypes import pred as pred_dtype
+from hlodsl.errors import ShapeError
+from hlodsl.structural import Constant
+from hlodsl.tree import LEAF, unflatten
+from hlodsl.types import ArrayType
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
 
@@ -234,7 +234,7 @@ def _scan_impl(f: Callable, init, xs, length: int | None, reverse: bool):
     count as ``length``), so wrapping this one function (e.g. with a custom
     derivative rule) covers both.
     """
-    from .context import STATE
+    from hlodsl.context import STATE
 
     if STATE.traces:  # reverse mode: record the scan with its pullback (hlodsl/scan_ad.py)
         from .scan_ad import scan_with_pullback
@@ -405,7 +405,7 @@ def _while_staged(cond_fn, body_fn, init):
 
 
 def _ops():
-    from hlodsl import ops  # core must not import ops at import time
+    from hlodsl import ops
 
     return ops
 

@@ -34,14 +34,14 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from .array import Array
-from .autodiff import link
-from .cache import BoundedCache
-from .settings import config
-from .errors import ShapeError, staging_error, user_location
-from .graph import Builder, current_builder
-from .structural import Constant
-from .tree import LEAF, _Static, flatten, unflatten
+from hlodsl.array import Array
+from .traces import link
+from hlodsl.cache import BoundedCache
+from hlodsl.settings import config
+from hlodsl.errors import ShapeError, staging_error, user_location
+from hlodsl.graph import Builder, current_builder
+from hlodsl.structural import Constant
+from hlodsl.tree import LEAF, _Static, flatten, unflatten
 
 __all__ = ["discover", "bind", "union", "eager", "run_eagerly", "error", "name_of", "rename",
            "types_of", "flatten_lifting", "leaf_paths", "show", "check_carry"]
@@ -113,7 +113,7 @@ def _key(x: Array) -> tuple:
 
 def _watched(x: Array) -> bool:
     """Whether an active derivative transformation depends on the concrete array ``x``."""
-    from .context import STATE
+    from hlodsl.context import STATE
 
     return any(t.active and t.sees((x,)) for t in STATE.traces)
 
@@ -139,17 +139,17 @@ def eager() -> bool:
     Under ``hd.grad`` and friends the combinator runs its ops one by one, so
     that the transformation observes them (a compiled module would hide them).
     """
-    from .context import STATE
+    from hlodsl.context import STATE
 
     return current_builder() is None and not STATE.traces
 
 
 def run_eagerly(impl: Callable, name: str, *args):
     """``impl(*args)`` staged on the arrays in ``args``, compiled (cached by HLO text), run."""
-    from .compiler import Entry
-    from .printer import module_text
-    from .runtime import compile_hlo
-    from .staging import stage_types
+    from hlodsl.compiler import Entry
+    from hlodsl.printer import module_text
+    from hlodsl.runtime import compile_hlo
+    from hlodsl.staging import stage_types
 
     leaves, treedef = flatten((args, {}))
     for a in leaves:

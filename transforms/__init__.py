@@ -1,0 +1,24 @@
+"""Program transformations: the layer above ``hlodsl.ops`` and below ``hlodsl.stdlib``.
+
+Everything here takes a function (or a staged program) and gives another:
+derivatives (``grad``, ``vjp``, ``jvp`` and friends, with the rules each op
+declares in ``hlodsl.rules``), control flow (``cond``, ``while_loop``,
+``fori_loop``, ``scan``) and the conversion of Python ``if``/``while``/``for``
+into it, and batching (``vmap``). The core below knows none of this: it is
+handed what it needs (``hlodsl.rules.transformations``, the conversion step of
+``hlodsl.compile``) when this package is imported.
+"""
+
+from hlodsl import compiler as _compiler
+
+from .autodiff import grad, hessian, hvp, jvp, value_and_grad, vjp
+from .control import cond, fori_loop, scan, switch, while_loop
+from .custom import custom_jvp, custom_vjp
+from .flow import StaleSourceWarning, convert
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "custom_vjp",
+           "custom_jvp", "cond", "switch", "while_loop", "fori_loop", "scan", "convert",
+           "StaleSourceWarning"]
+
+# hd.compile converts Python control flow on arrays with this step.
+_compiler.use_conversion(convert)
