@@ -137,6 +137,8 @@ def element_type(x) -> type[ElementType]:
     """
     if isinstance(x, type) and issubclass(x, ElementType):
         return x
+    if x is None:  # np.dtype(None) is float64: never what a missing dtype means
+        raise TypeError("None does not name an XLA element type; give one (hd.float32, ...)")
     try:
         dt = np.dtype(x)
     except TypeError:

@@ -144,6 +144,8 @@ def _unflatten(td, it):
         obj = object.__new__(cls)
         for n, c in zip(names, children):
             object.__setattr__(obj, n, _unflatten(c, it))
+        if hasattr(cls, "_attrs_cached_hash"):  # attrs' cache_hash slot: not computed yet
+            object.__setattr__(obj, "_attrs_cached_hash", None)
         return obj
     # namedtuple
     return kind(*(_unflatten(c, it) for c in td[1]))

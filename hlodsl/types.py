@@ -20,10 +20,20 @@ from .dtypes import ElementType, element_type
 __all__ = ["ArrayType", "TupleType", "TokenType", "AbstractType"]
 
 
+#: XLA counts elements (and dimension sizes) in int64.
+_INT64_MAX = 2 ** 63 - 1
+
+
 def _shape(shape) -> tuple[int, ...]:
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise ValueError(f"array dimensions must be non-negative, got {shape}")
+    # NOTE: XLA would fail on these deep inside compilation (or overflow silently).
+    if math.prod(shape) > _INT64_MAX or any(d > _INT64_MAX for d in shape):
+        what = (f"a dimension of size {max(shape)}" if max(shape) > _INT64_MAX
+                else f"{math.prod(shape)} elements")
+        raise ValueError(f"shape {shape} has {what}: XLA counts elements and dimension sizes "
+                         f"in int64, at most 2**63 - 1 = {_INT64_MAX}")
     return shape
 
 

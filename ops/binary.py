@@ -14,9 +14,11 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from hlodsl.dtypes import Bool, ElementType, Floating, Integer, Number
+from hlodsl.dtypes import Bool, ComplexFloating, ElementType, Floating, Integer, Number
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
+
+from .unary import check_kinds
 
 __all__ = [
     "Binary", "Add", "Subtract", "Multiply", "Divide", "Remainder", "Power", "Maximum",
@@ -29,15 +31,15 @@ class Binary(HloOp):
     """Base of elementwise binary ops."""
 
     kinds: ClassVar[tuple[type[ElementType], ...]] = (Number,)
+    #: Kinds the spec allows that XLA:CPU gets wrong: (kind, why) pairs, refused.
+    refused: ClassVar[tuple] = ()
     numpy: ClassVar[Callable | None] = None
 
     def result_type(self, x, y):
         require(x == y, self, (x, y),
                 "elementwise operands must have equal shapes and element types (HLO does "
                 "not broadcast or promote; hlodsl.stdlib functions and operators do)")
-        require(issubclass(x.dtype, self.kinds), self, (x, y),
-                f"element type {x.dtype.__name__} is not one of "
-                f"{', '.join(k.__name__ for k in self.kinds)}")
+        check_kinds(self, (x, y))
         return x
 
     def reference(self, x, y):
@@ -55,6 +57,9 @@ def _int_div(x, y):
 
 
 class Add(Binary, opcode="add"):
+    """x + y; logical or on pred."""
+
+    kinds = (Bool, Number)
     numpy = staticmethod(np.add)
 
 
@@ -63,6 +68,9 @@ class Subtract(Binary, opcode="subtract"):
 
 
 class Multiply(Binary, opcode="multiply"):
+    """x * y; logical and on pred."""
+
+    kinds = (Bool, Number)
     numpy = staticmethod(np.multiply)
 
 
@@ -75,8 +83,8 @@ class Divide(Binary, opcode="divide"):
 class Remainder(Binary, opcode="remainder"):
     """C-style remainder: the sign follows the dividend (``np.fmod``)."""
 
-    # NOTE: XLA (CPU, jaxlib 0.10.2) crashes compiling a complex remainder.
     kinds = (Integer, Floating)
+    refused = ((ComplexFloating, "XLA:CPU (jaxlib 0.10.2) crashes compiling a complex remainder"),)
     numpy = staticmethod(np.fmod)
 
 
@@ -84,16 +92,27 @@ class Power(Binary, opcode="power"):
     numpy = staticmethod(np.power)
 
 
+# NOTE: XLA:CPU's maximum and minimum of complex numbers (jaxlib 0.10.2) return
+# the first operand whenever the real parts tie, instead of ordering by the
+# imaginary parts as the spec's lexicographic order does (jax lowers them by
+# hand): complex is refused, with that reason.
+_COMPLEX_ORDER = ((ComplexFloating, ("XLA:CPU (jaxlib 0.10.2) does not order complex numbers "
+                                     "lexicographically when their real parts tie")),)
+
+
 class Maximum(Binary, opcode="maximum"):
-    # NOTE: XLA's CPU maximum of complex numbers does not break ties of the real
-    # parts by the imaginary parts, as the spec's lexicographic order does (jax
-    # lowers it by hand): complex is not offered.
-    kinds = (Integer, Floating)
+    """The larger of x and y (NaN propagates); logical or on pred."""
+
+    kinds = (Bool, Integer, Floating)
+    refused = _COMPLEX_ORDER
     numpy = staticmethod(np.maximum)
 
 
 class Minimum(Binary, opcode="minimum"):
-    kinds = (Integer, Floating)  # see Maximum
+    """The smaller of x and y (NaN propagates); logical and on pred."""
+
+    kinds = (Bool, Integer, Floating)
+    refused = _COMPLEX_ORDER
     numpy = staticmethod(np.minimum)
 
 

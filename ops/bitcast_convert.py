@@ -14,21 +14,37 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Bool, ElementType, element_type
+from hlodsl.dtypes import Bool, ComplexFloating, ElementType
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
+
+from .convert import element_type_of
 
 __all__ = ["BitcastConvert"]
 
 
 @frozen
 class BitcastConvert(HloOp, opcode="bitcast-convert"):
-    new_dtype: type[ElementType] = attrs.field(converter=element_type)
+    """The bits of each element of ``x`` read as ``new_dtype`` (see the module docstring).
+
+    Neither type may be pred, and a complex type converts only to itself:
+    XLA refuses to reinterpret complex numbers as anything else, as
+    ``jax.lax.bitcast_convert_type`` does; bitcast ``Real`` and ``Imag`` instead.
+    """
+
+    new_dtype: type[ElementType] = attrs.field(converter=element_type_of)
 
     def result_type(self, x):
         require(not issubclass(x.dtype, Bool) and not issubclass(self.new_dtype, Bool), self,
                 (x,), "pred has no bit layout to reinterpret")
+        # NOTE: StableHLO's verifier rejects it ("cannot convert between real and
+        # complex types"), and XLA's shape inference one complex type to another.
+        require(x.dtype is self.new_dtype or not (
+            issubclass(x.dtype, ComplexFloating) or issubclass(self.new_dtype, ComplexFloating)),
+            self, (x,), f"XLA cannot bitcast {x.dtype.__name__} to "
+            f"{self.new_dtype.__name__}: a complex type converts only to itself (bitcast "
+            "ops.Real and ops.Imag of a complex array instead)")
         src, dst = x.dtype.np_dtype.itemsize, self.new_dtype.np_dtype.itemsize
         if src == dst:
             return ArrayType(self.new_dtype, x.shape)

@@ -17,16 +17,33 @@ from hlodsl.op import HloOp, frozen
 __all__ = ["Convert"]
 
 
+def element_type_of(value) -> type[ElementType]:
+    """Converter: an element type or numpy dtype-like (numpy reads None as float64: refused)."""
+    if value is None:
+        raise TypeError("expected an element type such as hlodsl.float32, got None")
+    return element_type(value)
+
+
 @frozen
 class Convert(HloOp, opcode="convert"):
-    """Elementwise conversion to ``new_dtype`` (floats to ints truncate toward zero)."""
+    """Elementwise conversion to ``new_dtype`` (floats to ints truncate toward zero).
 
-    new_dtype: type[ElementType] = attrs.field(converter=element_type)
+    Between any two element types but complex to a real, integer or pred type:
+    pred converts to 0 or 1, and anything non-zero converts to True. A complex
+    operand converts only to a complex type: StableHLO leaves complex to real
+    undefined, XLA silently drops the imaginary part, and XLA:CPU crashes
+    converting complex to pred. Take ``Real`` (``xp.real``) first, or compare
+    with 0 for pred; ``hlodsl.stdlib.astype`` refuses the same conversions.
+    """
+
+    new_dtype: type[ElementType] = attrs.field(converter=element_type_of)
 
     def result_type(self, x):
-        # NOTE: XLA crashes converting complex to pred; compare with 0 instead.
-        require(not (issubclass(x.dtype, ComplexFloating) and self.new_dtype is pred), self, (x,),
-                "complex to pred conversion is not supported (compare with 0 instead)")
+        require(not issubclass(x.dtype, ComplexFloating)
+                or issubclass(self.new_dtype, ComplexFloating), self, (x,),
+                f"converting complex to {self.new_dtype.__name__} would drop the imaginary "
+                "part (StableHLO leaves it undefined): take ops.Real (xp.real) first"
+                + (", or compare with 0" if self.new_dtype is pred else ""))
         return x.with_dtype(self.new_dtype)
 
     def reference(self, x):

@@ -4,6 +4,13 @@ The computation is any Python callable on scalar arrays; it is staged into an
 HLO sub-computation. For N operands it takes 2N scalars (N accumulators, then
 N elements) and returns N scalars.
 
+The initial values must be the identities of the computation: XLA may fold
+them in any number of times, or not at all (its algebraic simplifier drops
+the initial value of a reduction over dimensions of size 1). A known initial
+value (a concrete array or a staged constant) that is not the identity of a
+single add, multiply, maximum, minimum, and or or is a ShapeError; reduce
+with the identity and combine the initial value outside instead.
+
 >>> import numpy as np, hlodsl as hd
 >>> def add(a, b): return hd.ops.Add()(a, b)
 >>> Reduce(add, (1,))(hd.array(np.float32([[1, 2], [3, 4]])), hd.array(np.float32(0)))
@@ -15,7 +22,10 @@ from __future__ import annotations
 from typing import Callable
 
 import attrs
+import numpy as np
 
+from hlodsl.array import Array
+from hlodsl.dtypes import Bool, Floating, Integer
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
@@ -31,7 +41,18 @@ class Reduce(HloOp, opcode="reduce"):
     """Reduce ``dimensions`` of N operands with N initial values and ``computation``.
 
     Called as ``Reduce(f, dims)(*operands, *inits)``; returns one array for one
-    operand, a tuple for several.
+    operand, a tuple for several, with the ``dims`` dimensions removed.
+
+    Each initial value must be the identity of ``f`` (StableHLO: results for any
+    other are implementation-defined): 0 for add (False on pred), 1 for
+    multiply (True), -inf / the integer type's minimum / False for maximum,
+    +inf / the maximum / True for minimum, all bits set for and, 0 for or. XLA
+    relies on it: ``Reduce(multiply, (0,))(x_f32[1], 1.5)`` returns ``x[0]``,
+    not ``1.5 * x[0]``. Where the initial value is known (concrete, or a staged
+    constant) and ``f`` is one of those binary ops, anything else is a
+    ShapeError; for symbolic initial values and other computations the result
+    is implementation-defined. To start from another value ``v``, combine it
+    outside: ``Add()(Reduce(add, dims)(x, 0), v)``.
     """
 
     computation: Callable
@@ -69,49 +90,111 @@ class Reduce(HloOp, opcode="reduce"):
         outs = tuple(ArrayType(t.dtype, kept) for t in operands)
         return outs[0] if len(outs) == 1 else TupleType(outs)
 
+    def __call__(self, *args):
+        check_identity_init(self, args)
+        return super().__call__(*args)
+
     def attributes(self, operand_types, result_type, ctx):
         scalars = self._scalars(self._split(operand_types)[1])
         comp = stage_computation(self.computation, scalars + scalars)
         return [f"dimensions={dims_text(self.dimensions)}", f"to_apply={ctx.computation(comp)}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- initial values: the identity of the computation ------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+_COMBINE = {"add": "Add", "mul": "Multiply", "max": "Maximum", "min": "Minimum",
+            "and": "And", "or": "Or"}
 
 
-def reduction_kind(op: Reduce, dtype) -> str | None:
-    """'add', 'max', 'min' or 'mul' when ``op.computation`` is that one binary op, else None."""
-    from .binary import Add, Maximum, Minimum, Multiply
+def reduction_kind(op, dtype) -> str | None:
+    """'add', 'mul', 'max', 'min', 'and' or 'or' when ``op.computation`` is that one
+    binary op of its two parameters (at scalars of ``dtype``), else None."""
+    from .binary import Add, And, Maximum, Minimum, Multiply, Or
 
     scalar = ArrayType(dtype, ())
     comp = stage_computation(op.computation, (scalar, scalar))
     root = comp.root
     if len(comp.nodes) != 3 or set(root.operands) != set(comp.params):
         return None
-    kinds = {Add: "add", Maximum: "max", Minimum: "min", Multiply: "mul"}
+    kinds = {Add: "add", Maximum: "max", Minimum: "min", Multiply: "mul", And: "and", Or: "or"}
     return kinds.get(type(root.op))
 
 
-def _is_identity(init, kind: str) -> bool:
-    """Whether ``init`` is known (concrete, or a staged constant) to be max's or min's identity."""
-    import numpy as np
+def identity(kind: str, dtype) -> np.ndarray | None:
+    """The identity of the binary op ``kind`` on ``dtype`` (None where it has none)."""
+    np_dtype = dtype.np_dtype
+    if kind in ("add", "or"):
+        return np.zeros((), np_dtype)  # False for pred: add on pred is or
+    if kind == "mul":
+        return np.ones((), np_dtype)  # True for pred: multiply on pred is and
+    if kind == "and":
+        return np.invert(np.zeros((), np_dtype))  # every bit set; True for pred
+    big = kind == "min"
+    if issubclass(dtype, Floating):
+        return np.asarray(np.inf if big else -np.inf, np_dtype)
+    if issubclass(dtype, Bool):
+        return np.asarray(big, np_dtype)
+    if issubclass(dtype, Integer):
+        info = np.iinfo(np_dtype)
+        return np.asarray(info.max if big else info.min, np_dtype)
+    return None  # complex numbers have no order XLA's maximum/minimum can use
 
+
+def known_value(x) -> np.ndarray | None:
+    """``x``'s value where it is known before running: concrete, or a staged constant."""
     from hlodsl.structural import Constant
 
-    if init._buf is not None:
-        value = np.asarray(init)
-    elif init._node is not None and isinstance(init._node.op, Constant):
-        value = init._node.op.value
-    else:
-        return False
-    if np.issubdtype(value.dtype, np.floating) or value.dtype.kind == "V":
-        value = value.astype(np.float64)
-        return bool(value == (-np.inf if kind == "max" else np.inf))
-    if np.issubdtype(value.dtype, np.integer):
-        info = np.iinfo(value.dtype)
-        return bool(value == (info.min if kind == "max" else info.max))
-    return False
+    if not isinstance(x, Array):
+        return None
+    if x._buf is not None:
+        return np.asarray(x)
+    if x._node is not None and isinstance(x._node.op, Constant):
+        return np.asarray(x._node.op.value)
+    return None
+
+
+def _equal(value: np.ndarray, want: np.ndarray) -> bool:
+    if value.dtype.kind == "V" or want.dtype.kind == "V":  # bfloat16: compare as float64
+        value, want = value.astype(np.float64), want.astype(np.float64)
+    return bool(value == want)  # 0.0 and -0.0 are both add's identity
+
+
+def _is_identity(init, kind: str) -> bool:
+    """Whether ``init`` is known (concrete, or a staged constant) to be ``kind``'s identity."""
+    value, want = known_value(init), identity(kind, init.dtype)
+    return value is not None and want is not None and _equal(value, want)
+
+
+def check_identity_init(op, args, outside: str = "") -> None:
+    """ShapeError where a known initial value is not the identity of ``op``'s computation.
+
+    For one operand and one initial value (the variadic case is left to the
+    caller); ``outside`` adds what combining the initial value outside means
+    for ``op``.
+    """
+    if len(args) != 2 or not all(isinstance(a, Array) for a in args):
+        return
+    value = known_value(args[1])
+    if value is None:
+        return
+    types = tuple(a.type for a in args)
+    op.result_type(*types)  # a malformed call is the shape rule's error, not this one
+    kind = reduction_kind(op, types[0].dtype)
+    want = None if kind is None else identity(kind, types[0].dtype)
+    if want is None or _equal(value, want):
+        return
+    combine = _COMBINE[kind]
+    require(False, op, types,
+            f"the initial value {value} is not {want}, the identity of {combine}, which XLA "
+            "requires (StableHLO leaves any other implementation-defined: XLA may apply it "
+            "any number of times, and drops it over dimensions of size 1). Reduce from the "
+            "identity and combine the initial value outside, e.g. "
+            f"{combine}()({type(op).__name__}(...)(x, {want}), init){outside}")
+
+
+# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+
+from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -135,7 +218,8 @@ def _(op: Reduce, ct, out, *args):
         return spread(ct), sum_dims(ct, tuple(range(ct.ndim)))
     if kind in ("max", "min"):
         # The cotangent is shared equally among the elements equal to the result,
-        # the initial value included (it wins where it beats every element).
+        # the initial value included where it wins: a known initial value is the
+        # identity (it never wins), a symbolic one is taken as folded in once.
         from ._ad import add
         from .convert import Convert
 
@@ -150,15 +234,18 @@ def _(op: Reduce, ct, out, *args):
         # with exactly one zero, the product of the non-zeros at that zero; else 0.
         zero, one = full_like(x, 0), full_like(x, 1)
         is_zero = Compare("EQ")(x, zero)
-        # The initial value is one more factor: of the non-zeros' product, and of ct_init.
-        nonzero_prod = Reduce(op.computation, op.dimensions)(Select()(is_zero, one, x), init)
+        # The initial value is one more factor: of the non-zeros' product, and of
+        # ct_init. It is multiplied in explicitly: reductions start from the identity.
+        unit = full_like(init, 1)
+        product = Reduce(op.computation, op.dimensions)
+        nonzero_prod = mul(product(Select()(is_zero, one, x), unit), Broadcast(out.shape)(init))
         zeros = sum_dims(Select()(is_zero, one, zero), op.dimensions)
         p, z = spread(nonzero_prod), spread(zeros)
         none = Compare("EQ")(z, zero)
         single = Compare("EQ")(z, one)
         d = Select()(none, div(p, Select()(is_zero, one, x)),
                      Select()(single, Select()(is_zero, p, zero), zero))
-        prod_x = Reduce(op.computation, op.dimensions)(x, full_like(init, 1))
+        prod_x = product(x, unit)
         return mul(spread(ct), d), sum_dims(mul(ct, prod_x), tuple(range(ct.ndim)))
     raise NotImplementedError(
         f"no derivative rule for {op!r}: its computation is not a single add, maximum, "

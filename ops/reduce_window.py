@@ -1,7 +1,9 @@
 """ReduceWindow: fold every (strided, padded, dilated) window with a staged computation.
 
 Variadic like Reduce: for N operands the computation takes 2N scalars (N
-accumulators, then N elements) and returns N scalars.
+accumulators, then N elements) and returns N scalars. As for Reduce, each
+initial value must be the identity of the computation (it also fills the
+padding); a known one that is not is a ShapeError.
 
 >>> import numpy as np, hlodsl as hd
 >>> def add(a, b): return hd.ops.Add()(a, b)
@@ -22,6 +24,7 @@ from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
 from ._checks import dims
+from .reduce import check_identity_init
 
 __all__ = ["ReduceWindow"]
 
@@ -108,6 +111,13 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
     Result dimension d has ``(padded_d - dilated_window_d) // stride_d + 1``
     elements, where ``padded_d = (n_d - 1) * base_dilation_d + 1 + low_d + high_d``;
     returns one array for one operand, a tuple for several.
+
+    Each initial value must be the identity of ``f``, as for ``Reduce`` (see
+    there; StableHLO leaves results for any other implementation-defined). It
+    is also the value of the padding (and of base dilation's holes), where the
+    identity contributes nothing. A known non-identity initial value of a
+    single add, multiply, maximum, minimum, and or or is a ShapeError; for
+    another padding value, pad with ``Pad`` first.
     """
 
     computation: Callable
@@ -148,6 +158,11 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
                 f"the computation must return {expect}, it returns {comp.result_type}")
         outs = tuple(ArrayType(t.dtype, shape) for t in operands)
         return outs[0] if len(outs) == 1 else TupleType(outs)
+
+    def __call__(self, *args):
+        check_identity_init(self, args, "; padding holds the initial value too: for another "
+                                        "padding value, Pad the operand first")
+        return super().__call__(*args)
 
     def attributes(self, operand_types, result_type, ctx):
         _, comp = self._comp(operand_types[len(operand_types) // 2:])
@@ -284,7 +299,8 @@ def _tiled_chooser_transpose(ct, out, x, window: tuple[int, ...]):
     equal = Compare("EQ")(Reshape(split)(x), Broadcast(split, tuple(outer))(out))
     none = array(np.int32(count))
     candidates = Select()(equal, numbers, Broadcast(split)(none))
-    first = Reduce(_minimum, tuple(inner))(candidates, none)
+    # From min's identity: a window with no candidate still gives ``count``.
+    first = Reduce(_minimum, tuple(inner))(candidates, array(np.int32(np.iinfo(np.int32).max)))
     chosen = Compare("EQ")(numbers, Broadcast(split, tuple(outer))(first))
     zero = Broadcast(split)(_zero(ct))
     return Reshape(x.shape)(Select()(chosen, Broadcast(split, tuple(outer))(ct), zero))

@@ -12,6 +12,7 @@ hlodsl.Array[float64, (1,)]([0.52359878])
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from hlodsl.dtypes import Floating
@@ -59,7 +60,8 @@ def _log1p_sqrt(x, t):
 
 def _large(x, a):
     """a > 1/sqrt(eps): beyond it sqrt(a*a + 1) == a, and a*a may overflow."""
-    return Compare("GT")(a, _c(1 / np.sqrt(np.finfo(x.dtype.np_dtype).eps), x))
+    # ml_dtypes' finfo knows bfloat16 as well as numpy's types (numpy's does not).
+    return Compare("GT")(a, _c(1 / np.sqrt(ml_dtypes.finfo(x.dtype.np_dtype).eps), x))
 
 
 class Sinh(_Composite, opcode="sinh"):

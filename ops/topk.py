@@ -10,10 +10,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Floating, Integer, int32
+from hlodsl.dtypes import Bool, ComplexFloating, Floating, Integer, int32
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType, TupleType
+
+from ._checks import flag, integer
 
 __all__ = ["TopK"]
 
@@ -24,11 +26,12 @@ class TopK(HloOp, opcode="topk"):
 
     For an operand of shape ``(..., n)`` both results have shape ``(..., k)``;
     values are ordered best first, indices are int32, and of equal elements
-    the one with the lower index comes first.
+    the one with the lower index comes first. The operand is pred (True is
+    larger), integer or floating-point: XLA:CPU cannot compile a complex topk.
     """
 
-    k: int = attrs.field(converter=int)
-    largest: bool = attrs.field(default=True, converter=bool)
+    k: int = attrs.field(converter=integer)
+    largest: bool = attrs.field(default=True, converter=flag)
 
     def __attrs_post_init__(self):
         if self.k < 0:
@@ -36,8 +39,13 @@ class TopK(HloOp, opcode="topk"):
 
     def result_type(self, x):
         require(x.rank >= 1, self, (x,), "the operand must have rank at least 1")
-        require(issubclass(x.dtype, (Integer, Floating)), self, (x,),
-                "the operand must have an integer or floating-point element type")
+        # NOTE: XLA:CPU (jaxlib 0.10.2) fails to compile a complex topk
+        # ("UNIMPLEMENTED: complex comparison 'GT'"); jax's top_k refuses it too.
+        require(not issubclass(x.dtype, ComplexFloating), self, (x,),
+                "XLA cannot compile a topk of complex numbers (they have no order it "
+                "implements); take the top k of a real key such as abs(x)")
+        require(issubclass(x.dtype, (Bool, Integer, Floating)), self, (x,),
+                "the operand must have a pred, integer or floating-point element type")
         require(self.k <= x.shape[-1], self, (x,),
                 f"k={self.k} exceeds the last dimension's size {x.shape[-1]}")
         shape = x.shape[:-1] + (self.k,)

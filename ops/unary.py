@@ -14,7 +14,10 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from hlodsl.dtypes import Bool, ElementType, Floating, Inexact, Integer, Number, SignedInteger, pred
+from hlodsl.dtypes import (
+    Bool, ComplexFloating, ElementType, Floating, Inexact, Integer, Number, SignedInteger,
+    element_type, pred,
+)
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 
@@ -30,23 +33,44 @@ class Unary(HloOp):
     """Base of elementwise unary ops."""
 
     kinds: ClassVar[tuple[type[ElementType], ...]] = (Number,)
+    #: Kinds the spec allows that XLA:CPU gets wrong: (kind, why) pairs, refused.
+    refused: ClassVar[tuple] = ()
     numpy: ClassVar[Callable | None] = None
 
     def result_type(self, x):
-        require(issubclass(x.dtype, self.kinds), self, (x,),
-                f"element type {x.dtype.__name__} is not one of "
-                f"{', '.join(k.__name__ for k in self.kinds)}")
+        check_kinds(self, (x,))
         return x
 
     def reference(self, x):
         return type(self).numpy(x)
 
 
-class Abs(Unary, opcode="abs"):
-    """|x| (real result for real input)."""
+def check_kinds(op, types) -> None:
+    """ShapeError unless the (first) operand's element type is one of ``op.kinds``.
 
-    kinds = (SignedInteger, Floating)
+    ``op.refused`` names kinds the HLO spec allows but XLA:CPU does not run
+    correctly, with the reason, so the error says it is XLA's limit.
+    """
+    dtype = types[0].dtype
+    for kind, why in getattr(op, "refused", ()):
+        require(not issubclass(dtype, kind), op, types,
+                f"element type {dtype.__name__} is allowed by the HLO spec, but {why}")
+    require(issubclass(dtype, op.kinds), op, types,
+            f"element type {dtype.__name__} is not one of "
+            f"{', '.join(k.__name__ for k in op.kinds)}")
+
+
+class Abs(Unary, opcode="abs"):
+    """|x|; for a complex operand the modulus, of the component type (c64 -> f32)."""
+
+    kinds = (SignedInteger, Floating, ComplexFloating)
     numpy = staticmethod(np.abs)
+
+    def result_type(self, x):
+        check_kinds(self, (x,))
+        if issubclass(x.dtype, ComplexFloating):  # StableHLO abs C2: the component type
+            return x.with_dtype(element_type(np.finfo(x.dtype.np_dtype).dtype))
+        return x
 
 
 class Negate(Unary, opcode="negate"):
@@ -56,9 +80,9 @@ class Negate(Unary, opcode="negate"):
 
 
 class Sign(Unary, opcode="sign"):
-    """-1, 0 or 1 with the sign of x."""
+    """-1, 0 or 1 with the sign of x; ``x / |x|`` (0 at 0) for complex x."""
 
-    kinds = (SignedInteger, Floating)
+    kinds = (SignedInteger, Floating, ComplexFloating)
     numpy = staticmethod(np.sign)
 
 
@@ -191,8 +215,17 @@ _rule(Tan, lambda x, out: add(full_like(out, 1), mul(out, out)))
 @vjp_rule.dispatch
 def _(op: Abs, ct, out, x):
     # ct where x >= 0, -ct below: at 0 the derivative is taken as +1, as jax does.
+    # Complex x: ct * conj(x) / |x|, and 0 at x = 0 (jax's, under its pairing re(u v)).
     from .compare import Compare, Select
 
+    if issubclass(x.dtype, ComplexFloating):
+        from .complex_parts import Complex
+        from ._ad import conj_if_complex
+
+        at_zero = Compare("EQ")(out, full_like(out, 0))
+        scale = Select()(at_zero, full_like(out, 0),
+                         div(ct, Select()(at_zero, full_like(out, 1), out)))
+        return (mul(Complex()(scale, full_like(out, 0)), conj_if_complex(x)),)
     return (Select()(Compare("GE")(x, full_like(x, 0)), ct, neg(ct)),)
 
 
@@ -201,5 +234,6 @@ def _(op: Negate, ct, out, x):
     return (neg(ct),)
 
 
-# Piecewise constant: the derivative is zero wherever it exists (as in jax).
+# Piecewise constant: the derivative is zero wherever it exists (as in jax). jax
+# also takes the sign of a complex number, x / |x|, as having a zero derivative.
 nondifferentiable(Sign, Floor, Ceil, RoundNearestEven, Not, IsFinite)

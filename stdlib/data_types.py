@@ -47,16 +47,19 @@ __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
            "finfo_object", "iinfo_object"]
 
 
-def _dtype(x, what: str) -> type[ElementType]:
-    """The element type of an array, numpy array or dtype-like ``x``."""
+def _dtype(x, what: str, name: str = "dtype") -> type[ElementType]:
+    """The element type of an array, numpy array or dtype-like ``x`` (argument ``name``)."""
     if isinstance(x, Array):
         return x.dtype
     if isinstance(x, (np.ndarray, np.generic)):
         return element_type(x.dtype)
+    if x is None:  # numpy reads None as float64; the array API has no default here
+        raise TypeError(f"{what}: {name} is required (a data type such as float32), got None")
     try:
         return element_type(x)
     except TypeError:
-        raise TypeError(f"{what}: {x!r} is neither an array nor a data type") from None
+        raise TypeError(f"{what}: {name}={x!r} is neither an array nor a data type (float32, "
+                        "int8, ... or a numpy dtype)") from None
 
 
 # ----------------------------------------------------------------------------- promotion
@@ -137,7 +140,7 @@ def result_type(*arrays_and_dtypes):
     if not arrays_and_dtypes:
         raise TypeError("result_type: at least one array or dtype is required")
     scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float, complex))]
-    typed = [_dtype(x, "result_type") for x in arrays_and_dtypes
+    typed = [_dtype(x, "result_type", "arrays_and_dtypes") for x in arrays_and_dtypes
              if not isinstance(x, (bool, int, float, complex))]
     if not typed:  # only Python scalars: their default types
         typed, scalars = [scalar_default(scalars[0])], scalars[1:]
@@ -162,7 +165,7 @@ def can_cast(from_, to):
     >>> can_cast(hd.int8, hd.int16), can_cast(hd.int64, hd.uint64), can_cast(hd.int32, hd.float32)
     (True, False, False)
     """
-    src, dst = _dtype(from_, "can_cast"), _dtype(to, "can_cast")
+    src, dst = _dtype(from_, "can_cast", "from_"), _dtype(to, "can_cast", "to")
     try:
         return _promote_pair(src, dst) is dst
     except TypeError:
@@ -204,7 +207,7 @@ def finfo(type):  # noqa: A002  (the standard's parameter name)
     >>> f = finfo(hd.float16); (f.bits, f.eps, f.max, f.dtype)
     (16, 0.0009765625, 65504.0, float16)
     """
-    dt = _dtype(type, "finfo")
+    dt = _dtype(type, "finfo", "type")
     if not issubclass(dt, (Floating, ComplexFloating)):
         raise TypeError(f"finfo: {dt.__name__} is not a floating-point type (use iinfo)")
     real = _REAL_OF.get(dt, dt)
@@ -222,7 +225,7 @@ def iinfo(type):  # noqa: A002  (the standard's parameter name)
     >>> i = iinfo(hd.int8); (i.bits, i.min, i.max, i.dtype)
     (8, -128, 127, int8)
     """
-    dt = _dtype(type, "iinfo")
+    dt = _dtype(type, "iinfo", "type")
     if not issubclass(dt, Integer):
         raise TypeError(f"iinfo: {dt.__name__} is not an integer type (use finfo)")
     info = np.iinfo(dt.np_dtype)
@@ -265,7 +268,7 @@ def isdtype(dtype, kind):
         except KeyError:
             raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of "
                              f"{', '.join(map(repr, _KINDS))}") from None
-    return dt is _dtype(kind, "isdtype")
+    return dt is _dtype(kind, "isdtype", "kind")
 
 
 # ----------------------------------------------------------------------------- astype
@@ -275,9 +278,11 @@ def astype(x: Array, dtype, copy: bool = True, device=None):
     """``x`` converted to ``dtype`` elementwise (floats to integers truncate toward zero).
 
     hlodsl arrays are immutable values, so ``copy`` changes nothing observable:
-    converting to ``x``'s own type returns ``x``. Complex to real, integer or bool
-    is refused (the standard leaves it out; take ``real`` first). Out-of-range
-    float to integer conversions follow XLA, not numpy (both are undefined in C).
+    converting to ``x``'s own type returns ``x``. ``dtype`` is required (``None``
+    is a TypeError, not numpy's float64). Complex to real, integer or bool is
+    refused (the standard leaves it out; take ``real`` first), as
+    ``ops.Convert`` refuses it. Out-of-range float to integer conversions follow
+    XLA, not numpy (both are undefined in C).
 
     >>> import numpy as np, hlodsl as hd
     >>> astype(hd.array(np.int32([0, 3])), hd.bool_)

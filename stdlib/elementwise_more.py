@@ -265,7 +265,13 @@ atan2 = _binary("atan2", ops.Atan2(), "Angle of the point (x2, x1), quadrant-awa
 logaddexp = _binary("logaddexp", _logaddexp, "log(exp(x1) + exp(x2)) without overflow.",
                     inexact=True)
 hypot = _binary("hypot", _hypot, "sqrt(x1**2 + x2**2) without overflow.", inexact=True)
-copysign = _binary("copysign", _copysign, "|x1| with the sign bit of x2.", inexact=True)
+def _real_copysign(x1, x2):
+    if issubclass(x1.dtype, ComplexFloating):  # as numpy: no sign bit to copy
+        raise TypeError(f"copysign: operands must be real, got {x1.type} and {x2.type}")
+    return _copysign(x1, x2)
+
+
+copysign = _binary("copysign", _real_copysign, "|x1| with the sign bit of x2.", inexact=True)
 floor_divide = _binary("floor_divide", _floor_divide,
                        "x1 // x2, rounded toward -inf as numpy (integer x // 0 gives 0).")
 nextafter = _binary("nextafter", _nextafter,

@@ -28,6 +28,7 @@ import math
 import operator
 
 import numpy as np
+from numpy.exceptions import AxisError
 
 from hlodsl import ops
 from hlodsl.array import Array, array
@@ -69,10 +70,14 @@ def as_ints(value, what: str, name: str) -> tuple[int, ...]:
 
 
 def normalize_axis(axis, ndim: int, what: str) -> int:
-    """One axis (negative counts from the end) checked against rank ``ndim``."""
+    """One axis (negative counts from the end) checked against rank ``ndim``.
+
+    Out of range is numpy's ``AxisError``, both an IndexError (what the array
+    API asks of ``expand_dims``, say) and a ValueError (what numpy users catch).
+    """
     a = as_int(axis, what, "axis")
     if not -ndim <= a < ndim:
-        raise fail(ValueError, f"{what}: axis {a} is out of range for rank {ndim}")
+        raise fail(AxisError, f"{what}: axis {a} is out of range for rank {ndim}")
     return a % ndim
 
 
@@ -237,7 +242,7 @@ def expand_dims(x: Array, axis=0):
     """
     axes = as_ints(axis, "expand_dims", "axis")
     ndim = x.ndim + len(axes)
-    axes = set(normalize_axes(axes, ndim, "expand_dims"))
+    axes = set(normalize_axes(axes, ndim, "expand_dims"))  # axes index the result
     it = iter(x.shape)
     return ops.Reshape(tuple(1 if d in axes else next(it) for d in range(ndim)))(x)
 
@@ -408,7 +413,7 @@ def repeat(x: Array, repeats, axis=None):
     if axis is None:
         x, axis = _flat(x), 0
     elif x.ndim == 0:
-        raise fail(ValueError, f"repeat: axis {axis} needs an array of rank >= 1, got {x.type}")
+        raise fail(AxisError, f"repeat: axis {axis} needs an array of rank >= 1, got {x.type}")
     axis = normalize_axis(axis, x.ndim, "repeat")
     n = x.shape[axis]
     if len(counts) == 1 and not isinstance(repeats, (tuple, list)):

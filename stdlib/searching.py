@@ -124,7 +124,8 @@ def _arg_reduce(x: Array, axis, keepdims: bool, combine, worst, what: str):
         out_shape = tuple(1 if d == axis else s for d, s in enumerate(x.shape))
     if x.shape[axis] == 0:
         raise fail(ValueError, f"{what}: attempt to take {what} of an empty sequence "
-                               f"(axis {axis} of {x.type} has size 0)")
+                               f"(axis {axis} of {x.type} has size 0; {what} needs at least "
+                               "one element, as numpy's)")
     index = ops.Iota(int64, x.shape, axis)()
     init = lift(worst(x.dtype), x.dtype)
     _, out = ops.Reduce(combine, (axis,))(x, index, init, lift(_INDEX_MAX, int64))

@@ -71,6 +71,7 @@ def std(x: Array, axis=None, correction=0.0, keepdims: bool = False):
     >>> std(hd.array(np.float32([1, 3, 1, 3])))
     hlodsl.Array[float32, ()](1.)
     """
+    normalize_axes(axis, x.ndim, "std")  # errors name std, not the var it calls
     return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
 
 

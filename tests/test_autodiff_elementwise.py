@@ -17,6 +17,7 @@ drawn inside each op's smooth domain (positive for log, away from 0 for abs).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -78,6 +79,18 @@ def test_unary_on_complex_numbers_follows_jax(op, dtype):
     rng = np.random.default_rng(2)
     z = (rng.uniform(0.2, 1.5, (3,)) + 1j * rng.uniform(-1, 1, (3,))).astype(dtype)
     check(op, [z], (0,), UNARY[op][0])
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_abs_of_complex_numbers_follows_jax(dtype):
+    # |z| is real: ct * conj(z) / |z| back to z (0 at z = 0), as jax.
+    rng = np.random.default_rng(3)
+    z = (rng.uniform(-1.5, 1.5, (4,)) + 1j * rng.uniform(-1, 1, (4,))).astype(dtype)
+    check(ops.Abs(), [z], (0,), lax.abs)
+    _, pullback = hd.vjp(ops.Abs(), hd.array(np.zeros(2, dtype)))
+    np.testing.assert_array_equal(np.asarray(pullback(hd.array(np.ones(2, z.real.dtype)))[0]),
+                                  np.asarray(jax.vjp(lax.abs, np.zeros(2, dtype))[1](
+                                      np.ones(2, z.real.dtype))[0]))
 
 
 def test_a_composite_is_differentiated_through_its_expansion():
@@ -151,10 +164,9 @@ def test_select(shape, dtype):
     check(ops.Select(), [p, t, f], (1, 2), lambda t, f: lax.select(jnp.asarray(p), t, f))
 
 
-@pytest.mark.filterwarnings("ignore:Casting complex values to real")  # jax's, as intended
 @pytest.mark.parametrize("src,dst", [(np.float32, np.float64), (np.float64, np.float32),
                                      (np.float64, np.float16), (np.float32, np.complex64),
-                                     (np.complex128, np.float64),
+                                     (np.complex128, np.complex64),
                                      (np.complex64, np.complex128)])
 def test_convert(src, dst):
     rng = np.random.default_rng(10)
@@ -164,6 +176,15 @@ def test_convert(src, dst):
     x = x.astype(src)
     check(ops.Convert(dst), [x], (0,), lambda x: lax.convert_element_type(x, dst),
           fd=np.dtype(dst).itemsize >= 8 and np.dtype(src).kind != "c")
+
+
+def test_complex_to_real_goes_through_real_not_convert():
+    # Convert refuses complex to real (XLA would drop the imaginary part silently);
+    # Real's derivative is the one jax gives convert_element_type(complex -> real).
+    z = (np.float64([1.5, -2.0]) + 1j * np.float64([0.5, 3.0])).astype(np.complex128)
+    with pytest.raises(hd.ShapeError, match="ops.Real"):
+        hd.vjp(ops.Convert(np.float64), hd.array(z))
+    check(ops.Real(), [z], (0,), lambda z: jnp.real(z))
 
 
 def test_convert_from_an_integer_takes_no_cotangent():
@@ -187,8 +208,12 @@ def test_broadcast_in_dim(shape, dtype, data):
         out_shape[d] = shape[i]
     out_shape = [n or next(it) for n in out_shape]
     x = _values(11, shape, dtype)
+    # NOTE: jax's transpose rule of broadcast_in_dim assumes increasing dimensions (for
+    # out-of-order ones its vjp returns the cotangent untransposed): the oracle
+    # transposes x into increasing order first, a composition jax differentiates right.
+    perm = sorted(range(len(dims)), key=dims.__getitem__)
     check(ops.Broadcast(out_shape, dims), [x], (0,),
-          lambda x: lax.broadcast_in_dim(x, out_shape, dims))
+          lambda x: lax.broadcast_in_dim(jnp.transpose(x, perm), out_shape, sorted(dims)))
 
 
 @SETTINGS
@@ -215,18 +240,25 @@ def _reduce_nothing(x, init):
 
 
 def test_reduce_over_no_dimensions_is_the_identity():
-    x, init = hd.array(np.float32([2.0, 3.0])), hd.array(np.float32(1.5))
-    for fn in (_add, _mul, _max):
-        np.testing.assert_array_equal(np.asarray(ops.Reduce(fn, ())(x, init)), [2.0, 3.0])
+    x = hd.array(np.float32([2.0, 3.0]))
+    for fn, identity in ((_add, 0.0), (_mul, 1.0), (_max, -np.inf)):
+        out = ops.Reduce(fn, ())(x, hd.array(np.float32(identity)))
+        np.testing.assert_array_equal(np.asarray(out), [2.0, 3.0])
+        with pytest.raises(hd.ShapeError, match="identity"):  # nothing is reduced, but
+            ops.Reduce(fn, ())(x, hd.array(np.float32(1.5)))  # still not the identity
 
 
 @SETTINGS
 @given(shape=shapes(1), dtype=st.sampled_from(FLOATS), data=st.data())
 def test_sum_with_its_initial_value(shape, dtype, data):
+    # The initial value must be add's identity (XLA requires it); its cotangent is
+    # still the sum of the result's.
     dims = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1)))))
-    x, init = _values(13, shape, dtype), np.asarray(0.75, dtype)
+    x, init = _values(13, shape, dtype), np.asarray(0, dtype)
+    check(ops.Reduce(_add, dims), [x, init], (0,), lambda x: jnp.sum(x, dims))
+    # No finite differences in the initial value: moved off 0, it would be refused.
     check(ops.Reduce(_add, dims), [x, init], (0, 1),
-          lambda x, i: jnp.sum(x, dims) + i if dims else _reduce_nothing(x, i))
+          lambda x, i: jnp.sum(x, dims) + i if dims else _reduce_nothing(x, i), fd=False)
 
 
 @pytest.mark.parametrize("kind", ["max", "min"])
@@ -241,22 +273,58 @@ def test_max_and_min_share_the_cotangent_among_ties(kind, shape, dtype, data):
           lambda x: jfn(x, dims), fd=False)  # ties are kinks
 
 
-def test_max_gives_the_cotangent_to_an_initial_value_that_wins():
+def test_max_gives_the_cotangent_to_a_symbolic_initial_value_that_wins():
+    # A known initial value must be the identity (-inf: it never wins). A symbolic
+    # one is not checked (XLA's result is implementation-defined; over dimensions
+    # of size > 1 XLA:CPU folds it in once): the rule then takes it as one more
+    # candidate.
     x = np.float64([[1.0, 5.0], [3.0, 3.0]])
     op = ops.Reduce(_max, (1,))
-    _, pullback = hd.vjp(op, hd.array(x), hd.array(4.0))
-    g_x, g_init = pullback(hd.array(np.float64([1.0, 1.0])))
+    with pytest.raises(hd.ShapeError, match="identity"):
+        hd.vjp(op, hd.array(x), hd.array(4.0))
+
+    def pullback(x, init, ct):
+        return hd.vjp(op, x, init)[1](ct)
+
+    g_x, g_init = hd.compile(pullback)(hd.array(x), hd.array(4.0),
+                                       hd.array(np.float64([1.0, 1.0])))
     np.testing.assert_array_equal(np.asarray(g_x), [[0, 1], [0, 0]])
     assert float(g_init) == 1.0
+    g_x, g_init = pullback(hd.array(x), hd.array(-np.inf), hd.array(np.float64([1.0, 1.0])))
+    np.testing.assert_array_equal(np.asarray(g_x), [[0, 1], [0.5, 0.5]])
+    assert g_init is None or float(g_init) == 0.0
 
 
 @SETTINGS
 @given(shape=shapes(1), dtype=st.sampled_from(FLOATS), zeros=st.integers(0, 3), data=st.data())
 def test_product_with_zeros_and_an_initial_value(shape, dtype, zeros, data):
+    # The initial value must be multiply's identity, 1 (XLA drops any other over
+    # dimensions of size 1); its cotangent is still the product's.
     dims = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1)))))
     rng = np.random.default_rng(15)
     x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape)
     x.flat[rng.permutation(x.size)[:zeros]] = 0  # none, one or several zeros per group
-    x, init = x.astype(dtype), np.asarray(1.5, dtype)
+    x, init = x.astype(dtype), np.asarray(1, dtype)
+    check(ops.Reduce(_mul, dims), [x, init], (0,), lambda x: jnp.prod(x, dims))
+    # No finite differences in the initial value: moved off 1, it would be refused.
     check(ops.Reduce(_mul, dims), [x, init], (0, 1),
-          lambda x, i: jnp.prod(x, dims) * i if dims else _reduce_nothing(x, i))
+          lambda x, i: jnp.prod(x, dims) * i if dims else _reduce_nothing(x, i), fd=False)
+    with pytest.raises(hd.ShapeError, match="not 1.0, the identity of Multiply"):
+        ops.Reduce(_mul, dims)(hd.array(x), hd.array(np.asarray(1.5, dtype)))
+
+
+def test_product_rule_multiplies_a_symbolic_initial_value_in_explicitly():
+    # Its own reductions start from the identity (a concrete 1.5 there would be
+    # refused); a symbolic initial value is one more factor, as XLA:CPU computes
+    # it over dimensions of size > 1.
+    x = np.float64([[2.0, 0.0, 3.0], [0.5, 4.0, -1.0]])
+    op = ops.Reduce(_mul, (1,))
+
+    def pullback(x, init, ct):
+        return hd.vjp(op, x, init)[1](ct)
+
+    ct = np.float64([1.0, 2.0])
+    g_x, g_init = hd.compile(pullback)(hd.array(x), hd.array(1.5), hd.array(ct))
+    jax_x, jax_init = jax.vjp(lambda x, i: jnp.prod(x, 1) * i, x, 1.5)[1](ct)
+    np.testing.assert_allclose(np.asarray(g_x), np.asarray(jax_x), rtol=1e-12)
+    np.testing.assert_allclose(float(g_init), float(jax_init), rtol=1e-12)

@@ -116,6 +116,24 @@ def _bytes(a):
     return np.asarray(a).reshape(-1).view(np.uint8)
 
 
+@pytest.mark.parametrize("src", [np.complex64, np.complex128])
+def test_bitcast_convert_of_complex_only_to_itself(src):
+    # XLA rejects the HLO of any other complex bitcast (StableHLO: "cannot convert
+    # between real and complex types"): a ShapeError at the call, as jax refuses it.
+    z = np.array([1.5 + 2j, -3 - 0.25j], src)
+    _exact(ops.BitcastConvert(src), lambda v: lax.bitcast_convert_type(v, src), z)
+    for dst in INTS + FLOATS + [np.float16, np.complex64, np.complex128]:
+        if dst is src:
+            continue
+        with pytest.raises(Exception, match="complex values unless"):  # jax refuses too
+            lax.bitcast_convert_type(jnp.asarray(z), dst)
+        for bad, arg in ((ops.BitcastConvert(dst), z),
+                         (ops.BitcastConvert(src), np.zeros((2, 2, 2), dst))):
+            for run in (bad, hd.compile(lambda v, bad=bad: bad(v))):
+                with pytest.raises(hd.ShapeError, match="complex type converts only to itself"):
+                    run(hd.array(arg))
+
+
 def _erf(x):
     from math import erf
 

@@ -17,8 +17,8 @@ from jax import lax
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
-from hlodsl.ops import (Add, And, Compare, Maximum, Or, ReduceWindow, SelectAndScatter,
-                        Select, Sort, TopK)
+from hlodsl.ops import (Add, And, Compare, Maximum, Multiply, Or, ReduceWindow,
+                        SelectAndScatter, Select, Sort, TopK)
 
 COVERED_OPCODES = {"reduce-window", "select-and-scatter", "sort", "topk"}
 
@@ -218,6 +218,35 @@ def test_reduce_window_bad_operands(op, args, match, staged):
     with pytest.raises(hd.ShapeError, match=match) as info:
         f(*arrays)
     assert repr(op) in str(info.value) and str(arrays[0].type) in str(info.value)
+
+
+def multiply(a, b):
+    return Multiply()(a, b)
+
+
+@pytest.mark.parametrize("comp, init, dtype, identity", [
+    (add, 1.0, np.float32, 0.0), (add, 0.5, np.float64, 0.0), (maximum, 0.0, np.float32, -np.inf),
+    (maximum, 0, np.int32, np.iinfo(np.int32).min), (multiply, 2, np.int64, 1),
+    (maximum, True, np.bool_, False),
+])
+def test_reduce_window_refuses_a_known_initial_value_that_is_not_the_identity(
+        comp, init, dtype, identity):
+    # The initial value is XLA's identity (and the padding value): any other one,
+    # when known, is a ShapeError saying so, eagerly and as a staged constant.
+    x = hd.array(np.arange(6).reshape(2, 3).astype(dtype))
+    other = hd.array(np.asarray(init, dtype))
+    op = ReduceWindow(comp, (1, 2), padding=((0, 0), (1, 0)))
+    for run in (lambda: op(x, other), lambda: hd.compile(lambda v: op(v, other))(x)):
+        with pytest.raises(hd.ShapeError, match="identity") as info:
+            run()
+        assert repr(op) in str(info.value) and "Pad the operand first" in str(info.value)
+    lax_comp = {add: lax.add, maximum: lax.max, multiply: lax.mul}[comp]
+    if dtype is np.bool_:
+        lax_comp = lax.bitwise_or  # maximum on pred is or
+    want = lax.reduce_window(jnp.asarray(np.asarray(x)), jnp.asarray(identity, dtype), lax_comp,
+                             (1, 2), (1, 1), ((0, 0), (1, 0)))
+    np.testing.assert_array_equal(np.asarray(op(x, hd.array(np.asarray(identity, dtype)))),
+                                  np.asarray(want))
 
 
 # -- select-and-scatter --------------------------------------------------------
@@ -479,7 +508,7 @@ def test_sort_bad_operands(op, shapes, match, staged):
 
 @SETTINGS
 @given(st.lists(st.integers(1, 4), min_size=0, max_size=2), st.integers(1, 8),
-       st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.uint8]),
+       st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_]),
        st.booleans(), st.data())
 def test_topk_matches_lax_and_numpy(batch, n, dtype, largest, data):
     shape = tuple(batch) + (n,)
@@ -496,6 +525,20 @@ def test_topk_matches_lax_and_numpy(batch, n, dtype, largest, data):
     for s, e in zip(staged, eager):
         np.testing.assert_array_equal(s, e)
     assert_types(op, types, result)
+
+
+def test_topk_of_pred_orders_true_first_and_keeps_ties_in_index_order():
+    x = np.array([[False, True, False, True, True], [True, False, False, False, True]])
+    for largest in (True, False):
+        for k in (0, 2, 5):
+            values, indices = TopK(k, largest)(hd.array(x))
+            np.testing.assert_array_equal(np.asarray(indices), TopK(k, largest).reference(x)[1])
+            if largest:
+                want_v, want_i = lax.top_k(jnp.asarray(x), k)
+                np.testing.assert_array_equal(np.asarray(values), np.asarray(want_v))
+                np.testing.assert_array_equal(np.asarray(indices), np.asarray(want_i))
+    np.testing.assert_array_equal(np.asarray(TopK(3, False)(hd.array(x))[1]),
+                                  [[0, 2, 1], [1, 2, 3]])
 
 
 def test_topk_with_nan_and_signed_zero():
@@ -518,14 +561,19 @@ def test_topk_prints_like_xla():
 def test_topk_bad_static_operands():
     with pytest.raises(ValueError, match=r"TopK\(k=-1\): k must be non-negative"):
         TopK(-1)
+    # int() and bool() took these silently: TopK(2.5) was TopK(2), TopK(1, "no") largest.
+    for bad, match in (((2.5,), "k=2.5"), ((True,), "k=True"), ((1, "no"), "largest='no'")):
+        with pytest.raises(TypeError, match=match) as info:
+            TopK(*bad)
+        assert "TopK" in str(info.value)
 
 
 @pytest.mark.parametrize("staged", [False, True])
 @pytest.mark.parametrize("op, x, match", [
     (TopK(5), np.zeros((3, 4), np.float32), "k=5 exceeds the last dimension's size 4"),
     (TopK(0), np.float32(1), "rank at least 1"),
-    (TopK(1), np.zeros((3, 4), np.bool_), "integer or floating-point"),
-    (TopK(1), np.zeros((3, 4), np.complex64), "integer or floating-point"),
+    (TopK(1), np.zeros((3, 4), np.complex64), "XLA cannot compile a topk of complex"),
+    (TopK(1), np.zeros((3, 4), np.complex128), "XLA cannot compile a topk of complex"),
 ])
 def test_topk_bad_operands(op, x, match, staged):
     a = hd.array(x)

@@ -119,6 +119,8 @@ def softmax(x: Array, axis: int = -1):
     """
     require_float(x, "softmax", "x")
     axis = normalize_axis(axis, x.ndim, "softmax")
+    if x.shape[axis] == 0:  # nothing to normalise (and max has no identity to start from)
+        return x
     e = exp(x - max(x, axis=axis, keepdims=True))
     return e / sum(e, axis=axis, keepdims=True)
 
@@ -132,5 +134,7 @@ def log_softmax(x: Array, axis: int = -1):
     """
     require_float(x, "log_softmax", "x")
     axis = normalize_axis(axis, x.ndim, "log_softmax")
+    if x.shape[axis] == 0:
+        return x
     z = x - max(x, axis=axis, keepdims=True)
     return z - log(sum(exp(z), axis=axis, keepdims=True))
