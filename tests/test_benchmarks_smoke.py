@@ -22,3 +22,35 @@ def test_quick_run_gives_positive_finite_times():
             assert math.isfinite(r[key]) and r[key] > 0, (key, r)
     table = benchmarks.table(rows)
     assert table.count("\n|") == len(rows) + 1  # header rule + one line per row
+
+
+def test_soak_quick_run_gives_finite_growth_and_a_table():
+    """``python -m benchmarks.soak --quick`` in this process: tiny counts, no memory claims."""
+    import json
+
+    from benchmarks import soak
+
+    import hlodsl as hd
+
+    cache_size = hd.config.compile_cache_size
+    cfg = soak.Config(calls=200, eager_calls=100, warmup=10, traced_calls=50, shapes=2,
+                      in_process=True)
+    lines = []
+    result = soak.run(cfg, out=lines.append)
+    assert hd.config.compile_cache_size == cache_size  # restored
+    rows = result["rows"]
+    assert rows and lines
+    for r in rows:
+        assert math.isfinite(r["ours_v"]) and math.isfinite(r["peer_v"]), r
+        assert r["ratio"] is None or math.isfinite(r["ratio"]), r
+    sections = {r["section"].split(",")[0] for r in rows}
+    assert sections == {"compiled", "eager", "diagnosis", "compile + del"}
+    for s in result["soaks"]:  # the RSS series: one sample after warm-up, then every n/10
+        assert len(s.rss) == 11 and all(v > 0 for v in s.rss)
+    table = soak.table(rows)
+    assert table.count("\n|") == len(rows) + 1  # header rule + one line per row
+
+    # one compile-retention run as the full benchmark's child process does it (here)
+    child = soak._retention_here("hlodsl", 2, "gc", 1)
+    assert child.cached == 1 and child.base > 0
+    assert json.loads(json.dumps(soak.dataclasses.asdict(child)))["side"] == "hlodsl"
