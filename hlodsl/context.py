@@ -31,6 +31,10 @@ class _State(threading.local):
         self.builders: list = []
         #: Active transformations observing op calls, outermost first (autodiff's traces).
         self.traces: list = []
+        #: While a staged program is replayed (``hlodsl.interpret``): the source line of
+        #: the instruction being replayed, which stands for the user's line in errors
+        #: and in the metadata of the nodes the replay makes.
+        self.location = None
 
 
 STATE = _State()

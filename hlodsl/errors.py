@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
+from .context import STATE
+
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "RecompileWarning",
     "SourceLocation", "user_location", "require",
@@ -64,7 +66,13 @@ def _is_internal(frame) -> bool:
 
 
 def user_location(skip: int = 1) -> SourceLocation | None:
-    """The innermost stack frame that is not hlodsl (or plum) code."""
+    """The innermost stack frame that is not hlodsl (or plum) code.
+
+    While a staged program is replayed (``hlodsl.interpret``), the line of the
+    instruction being replayed: the user's line that made it.
+    """
+    if STATE.location is not None:
+        return STATE.location
     frame = sys._getframe(skip)
     while frame is not None and _is_internal(frame):
         frame = frame.f_back

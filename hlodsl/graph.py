@@ -163,5 +163,15 @@ class Computation:
     def result_type(self):
         return self.root.type
 
+    @property
+    def __name__(self) -> str:  # computations stand where ops take Python callables
+        return self.name
+
+    def __call__(self, *args):
+        """Run the computation again on ``args`` (``hlodsl.interpret.replay``)."""
+        from .interpret import replay
+
+        return replay(self, args)
+
     def __repr__(self) -> str:
         return f"<Computation {self.name}: {len(self.nodes)} nodes -> {self.root.type}>"

@@ -26,6 +26,8 @@ entry points in, to ``transformations``, when it is imported.
 
 from __future__ import annotations
 
+import inspect
+import typing
 from typing import Callable
 
 from .dispatcher import dispatch
@@ -102,8 +104,23 @@ def register_rule(generic, op_class: type, fn: Callable) -> None:
     ``@vjp_rule.dispatch`` with an ``op: MyOp`` annotation is the usual way;
     this is for rules made in a loop, where the annotation is a variable.
     """
-    fn.__annotations__ = {**getattr(fn, "__annotations__", {}), "op": op_class}
-    generic.dispatch(fn)
+    def rule(op, *rest):
+        return fn(op, *rest)
+
+    # A wrapper per class (one function may serve several: plum reads annotations),
+    # with the generic's own signature, the op's class in place of HloOp's.
+    base = next((m.implementation for m in generic.methods
+                 if m.signature.types[0] is HloOp), fn)  # an abstract generic: fn's own
+    hints = typing.get_type_hints(base)  # string annotations (PEP 563) made types
+    signature = inspect.signature(base)
+    params = [q.replace(annotation=hints.get(q.name, q.empty))
+              for q in signature.parameters.values()]
+    rule.__signature__ = signature.replace(
+        parameters=[params[0].replace(annotation=op_class), *params[1:]])
+    rule.__annotations__ = {**hints, params[0].name: op_class}
+    rule.__name__ = rule.__qualname__ = f"{getattr(fn, '__name__', 'rule')}_of_{op_class.__name__}"
+    rule.__doc__ = fn.__doc__
+    generic.dispatch(rule)
 
 
 def nondifferentiable(*op_classes: type) -> None:

@@ -131,6 +131,13 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
     """
     from .op import wrap_node
 
+    if isinstance(fn, Computation):  # staged already (once, by the code that made the op)
+        if fn.param_types != tuple(arg_types):
+            shown = ", ".join(str(t) for t in arg_types)
+            raise staging_error(
+                f"the computation {fn.name} takes ({', '.join(str(t) for t in fn.param_types)})"
+                f" but the op applies it to ({shown})")
+        return fn
     key = (fn, arg_types, tuple_result)
     comp = _SUBCOMPUTATIONS.get(key)
     if comp is not None:

@@ -27,7 +27,7 @@ from jax import lax
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
-from hlodsl.transforms import capture, control
+from hlodsl.transforms import control, eager
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64]
 TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
@@ -395,11 +395,11 @@ def test_eager_calls_compile_once_per_module_text():
         return y * 2
 
     hd.fori_loop(0, 5, body, x)
-    before = len(capture._EXECUTABLES)
+    before = len(eager._EXECUTABLES)
     same(hd.fori_loop(0, 5, body, x), np.float32([32, 64]))
-    assert len(capture._EXECUTABLES) == before
+    assert len(eager._EXECUTABLES) == before
     same(hd.fori_loop(0, 6, body, x), np.float32([64, 128]))  # a new trip count: new text
-    assert len(capture._EXECUTABLES) == before + 1
+    assert len(eager._EXECUTABLES) == before + 1
 
 
 def test_module_size_does_not_depend_on_the_trip_count():

@@ -9,8 +9,9 @@ types them (``1.0`` is float64, ``1`` int64, ``True`` pred).
 
 The functions may close over symbolic arrays of the program being staged
 (``hd.cond(p, lambda: x + 1, lambda: x - 1)`` inside ``hd.compile``): each
-function is staged once to find the arrays it captures, which are then passed
-to the op as extra operands. Concrete arrays they close over become constants.
+function is staged once (``transforms/body.py``), and the arrays it captures
+become extra operands of the op. Concrete arrays they close over become
+constants.
 
 Called on concrete arrays outside staging, a combinator stages itself as a
 small module, compiles it (cached by the module's text, so a repeated call
@@ -32,9 +33,10 @@ from typing import Any, Callable
 import numpy as np
 
 from hlodsl.array import Array
-from .capture import (
-    bind, check_carry, discover, eager, error, flatten_lifting, leaf_paths, name_of, rename,
-    run_eagerly, show, types_of, union,
+from .body import Body
+from .eager import eager, run_eagerly
+from .structures import (
+    check_carry, error, flatten_lifting, leaf_paths, name_of, rename, show, types_of,
 )
 from hlodsl.dtypes import Integer, int32
 from hlodsl.dtypes import pred as pred_dtype
@@ -239,7 +241,7 @@ def _scan_impl(f: Callable, init, xs, length: int | None, reverse: bool):
     if STATE.traces:  # reverse mode: record the scan with its pullback (hlodsl/scan_ad.py)
         from .scan_ad import scan_with_pullback
 
-        out = scan_with_pullback(_scan_forward, f, init, xs, length, reverse)
+        out = scan_with_pullback(_scan_forward, _scan_capturing, f, init, xs, length, reverse)
         if out is not None:
             return out
     return _scan_forward(f, init, xs, length, reverse)
@@ -252,6 +254,17 @@ def _scan_forward(f: Callable, init, xs, length: int | None, reverse: bool):
 
 
 def _scan_staged(f, init, xs, length, reverse):
+    return _scan_capturing(f, init, xs, length, reverse)[0]
+
+
+def _scan_capturing(f, init, xs, length, reverse):
+    """``((final carry, ys), captured)``: the scan as one While whose body stages ``f`` once.
+
+    The loop state is ``(i, *carry, *xs, *captured, *ys)``: ``f`` is staged with
+    the first part as inputs, the arrays it uses from outside are added as it
+    runs, and the output buffers ``ys`` come last, once ``f``'s results say
+    their types.
+    """
     ops = _ops()
     c_leaves, c_tree = flatten_lifting(init)
     x_leaves, x_tree = flatten_lifting(xs)
@@ -259,46 +272,52 @@ def _scan_staged(f, init, xs, length, reverse):
     c_types = types_of(c_leaves)
     x_types = tuple(ArrayType(t.dtype, t.shape[1:]) for t in types_of(x_leaves))
     nc, nx = len(c_leaves), len(x_leaves)
+    i_type = ArrayType(int32, ())
 
-    def call(*leaves):
-        return f(unflatten(c_tree, leaves[:nc]), unflatten(x_tree, leaves[nc:]))
-
-    out_tree, out_types, captured = discover(call, name_of(f), c_types + x_types)
-    if not (isinstance(out_tree, tuple) and out_tree[0] in (tuple, list)
-            and len(out_tree[1]) == 2):
-        raise error(ShapeError, f"scan: f must return a pair (carry, y), it returns "
-                                f"{show(out_tree, out_types)}")
-    new_c_tree, y_tree = out_tree[1]
-    check_carry("scan", "f", "init", c_tree, c_types, new_c_tree, out_types[:nc])
-    y_types = out_types[nc:]
-    bufs = [ops.Broadcast((length, *t.shape))(_constant(0, t.dtype)) for t in y_types]
-    if length == 0:
-        return unflatten(c_tree, c_leaves), unflatten(y_tree, bufs)
-    ny = len(y_types)
-
-    def body(state):
+    def step(i, *state):
         zero = _constant(0, int32)
-        i, carry = state[0], state[1:1 + nc]
-        xs_now, ys_now = state[1 + nc:1 + nc + nx], state[1 + nc + nx:1 + nc + nx + ny]
-        bind(state[1 + nc + nx + ny:], captured)
+        carry, xs_now = state[:nc], state[nc:]
         k = ops.Subtract()(_constant(length - 1, int32), i) if reverse else i
         x = [ops.Reshape(t.shape)(ops.DynamicSlice((1, *t.shape))(a, k, *[zero] * t.rank))
              for a, t in zip(xs_now, x_types)]
-        out, _ = flatten_lifting(f(unflatten(c_tree, carry), unflatten(x_tree, x)))
-        ys = [ops.DynamicUpdateSlice()(buf, ops.Reshape((1, *y.shape))(y), k,
-                                       *[zero] * y.ndim)
+        out = flatten_lifting(f(unflatten(c_tree, carry), unflatten(x_tree, x)))
+        return i, k, out
+
+    if length == 0:  # no step to slice for: f is staged on one slice, for its types
+        body = Body(name_of(f), (*c_types, *x_types), tupled=True)
+        out, out_tree = body.run(lambda *ls: flatten_lifting(
+            f(unflatten(c_tree, ls[:nc]), unflatten(x_tree, ls[nc:]))))
+        i = k = None
+    else:
+        body = Body(name_of(f), (i_type, *c_types, *types_of(x_leaves)), tupled=True)
+        i, k, (out, out_tree) = body.run(step)
+    if not (isinstance(out_tree, tuple) and out_tree[0] in (tuple, list)
+            and len(out_tree[1]) == 2):
+        raise error(ShapeError, f"scan: f must return a pair (carry, y), it returns "
+                                f"{show(out_tree, types_of(out))}")
+    new_c_tree, y_tree = out_tree[1]
+    check_carry("scan", "f", "init", c_tree, c_types, new_c_tree, types_of(out[:nc]))
+    y_types = types_of(out[nc:])
+    bufs = [ops.Broadcast((length, *t.shape))(_constant(0, t.dtype)) for t in y_types]
+    if length == 0:
+        return (unflatten(c_tree, c_leaves), unflatten(y_tree, bufs)), body.captured
+    captured = list(body.captured)  # the loop state's layout is fixed from here on
+    ys_now = body.arrays([body.add_input(ArrayType(t.dtype, (length, *t.shape)))
+                          for t in y_types])
+    with body.within():
+        zero = _constant(0, int32)
+        ys = [ops.DynamicUpdateSlice()(buf, ops.Reshape((1, *y.shape))(y), k, *[zero] * y.ndim)
               for buf, y in zip(ys_now, out[nc:])]
-        return (_add_one(i), *out[:nc], *xs_now, *ys, *state[1 + nc + nx + ny:])
-
-    def below_length(state):
-        return ops.Compare("LT")(state[0], _constant(length, int32))
-
-    rename(body, f)
-    below_length.__qualname__ = "below_length"
-    state = (_constant(0, int32), *c_leaves, *x_leaves, *bufs, *captured)
-    final = ops.While(below_length, body)(*state)
-    return (unflatten(c_tree, final[1:1 + nc]),
-            unflatten(y_tree, final[1 + nc + nx:1 + nc + nx + ny]))
+        nxt = _add_one(i)
+    inputs = body.inputs
+    step_comp = body.finish([nxt, *out[:nc], *inputs[1 + nc:1 + nc + nx],
+                             *body.captured_inputs, *ys], force_tuple=True)
+    test = Body("below_length", tuple(body.types), tupled=True)
+    below = test.run(lambda i, *rest: ops.Compare("LT")(i, _constant(length, int32)))
+    state = (_constant(0, int32), *c_leaves, *x_leaves, *captured, *bufs)
+    final = ops.While(test.finish([below]), step_comp)(*state)
+    ny0 = 1 + nc + nx + len(captured)
+    return (unflatten(c_tree, final[1:1 + nc]), unflatten(y_tree, final[ny0:])), captured
 
 
 def _scan_length(leaves, tree, length):
@@ -326,48 +345,57 @@ def _scan_length(leaves, tree, length):
 # -- staged implementations of cond/switch and while_loop ------------------------------
 
 
+def _stage_function(fn: Callable, call: Callable, types: tuple, captured=None,
+                    param_name: str = "state"):
+    """Stage ``call`` (which calls the user's ``fn``) once, as a tupled body over ``types``:
+    ``(body, result leaves, result treedef)``."""
+    body = Body(name_of(fn), types, tupled=True, captured=captured, param_name=param_name)
+
+    def staged(*leaves):
+        out = flatten_lifting(call(*leaves))
+        for x in out[0]:
+            if not isinstance(x, Array):
+                raise error(TypeError, f"{name_of(fn)} returned a {type(x).__name__}; the "
+                                       "functions given to control flow return arrays")
+        return out
+
+    out_leaves, out_tree = body.run(staged)
+    return body, out_leaves, out_tree
+
+
 def _branches_staged(who: str, selector, branches: tuple, operands: tuple):
     ops = _ops()
+    if who == "switch" and len(branches) == 1:
+        return branches[0](*operands)
     leaves, tree = flatten_lifting(operands)
     types = types_of(leaves)
     names = ("true_fn", "false_fn") if who == "cond" else \
         tuple(f"branches[{i}]" for i in range(len(branches)))
-    found = [discover(lambda *ls, fn=fn: fn(*unflatten(tree, ls)), name_of(fn), types)
-             for fn in branches]
-    out_tree, out_types, _ = found[0]
-    for name, (t, ty, _) in zip(names[1:], found[1:]):
-        if (t, ty) != (out_tree, out_types):
+    staged = [_stage_function(fn, lambda *ls, fn=fn: fn(*unflatten(tree, ls)), types,
+                              param_name="operand") for fn in branches]
+    _, first, out_tree = staged[0]
+    out_types = types_of(first)
+    for name, (_, out, t) in zip(names[1:], staged[1:]):
+        if (t, types_of(out)) != (out_tree, out_types):
             raise error(ShapeError, f"{who}: the branches must return the same structure "
                                     f"and types: {names[0]} returns "
                                     f"{show(out_tree, out_types)}, {name} returns "
-                                    f"{show(t, ty)}")
+                                    f"{show(t, types_of(out))}")
     if not out_types:  # nothing to choose between
         return unflatten(out_tree, [])
-    if who == "switch" and len(branches) == 1:
-        return branches[0](*operands)
-    captured = union(*(c for _, _, c in found))
-    n = len(leaves)
-
-    def staged_branch(fn):
-        def branch(operand):
-            bind(operand[n:], captured)
-            out = flatten_lifting(fn(*unflatten(tree, operand[:n])))[0]
-            return out[0] if len(out) == 1 else tuple(out)
-
-        return rename(branch, fn)
-
-    operand = (*leaves, *captured)
-    computations = [staged_branch(fn) for fn in branches]
+    # Each branch is its own computation, with its own operand: the operands and the
+    # outside arrays that branch (and only that branch) uses.
+    computations = [body.finish(out) for body, out, _ in staged]
+    operands_ = [(*leaves, *body.captured) for body, _, _ in staged]
     if who == "cond":
-        out = ops.Conditional(*computations)(selector, operand, operand)
+        out = ops.Conditional(*computations)(selector, *operands_)
     else:
         last = len(branches) - 1
         index = ops.Clamp()(_constant(0, selector.dtype), selector,
                             _constant(last, selector.dtype))
         if index.dtype is not int32:
             index = ops.Convert(int32)(index)
-        out = ops.Conditional(branch_computations=computations)(
-            index, *[operand] * len(branches))
+        out = ops.Conditional(branch_computations=computations)(index, *operands_)
     return unflatten(out_tree, out if isinstance(out, tuple) else (out,))
 
 
@@ -375,29 +403,21 @@ def _while_staged(cond_fn, body_fn, init):
     ops = _ops()
     leaves, tree = flatten_lifting(init)
     types = types_of(leaves)
-    c_tree, c_types, c_captured = discover(lambda *ls: cond_fn(unflatten(tree, ls)),
-                                            name_of(cond_fn), types)
-    if c_tree is not LEAF or c_types[0] != ArrayType(pred_dtype, ()):
-        raise error(ShapeError, f"while_loop: cond_fn must return a pred[] (bool scalar) "
-                                f"array, it returns {show(c_tree, c_types)}")
-    b_tree, b_types, b_captured = discover(lambda *ls: body_fn(unflatten(tree, ls)),
-                                            name_of(body_fn), types)
-    check_carry("while_loop", "body_fn", "init", tree, types, b_tree, b_types)
-    captured = union(c_captured, b_captured)
     n = len(leaves)
-
-    def condition(state):
-        bind(state[n:], captured)
-        return flatten_lifting(cond_fn(unflatten(tree, state[:n])))[0][0]
-
-    def body(state):
-        bind(state[n:], captured)
-        out = flatten_lifting(body_fn(unflatten(tree, state[:n])))[0]
-        return (*out, *state[n:])
-
-    rename(condition, cond_fn)
-    rename(body, body_fn)
-    final = ops.While(condition, body)(*leaves, *captured)
+    test, c_out, c_tree = _stage_function(cond_fn, lambda *ls: cond_fn(unflatten(tree, ls)),
+                                          types)
+    if c_tree is not LEAF or types_of(c_out)[0] != ArrayType(pred_dtype, ()):
+        raise error(ShapeError, f"while_loop: cond_fn must return a pred[] (bool scalar) "
+                                f"array, it returns {show(c_tree, types_of(c_out))}")
+    # The body takes the condition's captured arrays first (same tuple positions),
+    # then its own; the condition then takes the body's too: one state for both.
+    body, b_out, b_tree = _stage_function(body_fn, lambda *ls: body_fn(unflatten(tree, ls)),
+                                          types, captured=test.captured)
+    check_carry("while_loop", "body_fn", "init", tree, types, b_tree, types_of(b_out))
+    test.take_captures(body.captured)
+    condition = test.finish(c_out)
+    step = body.finish([*b_out, *body.captured_inputs], force_tuple=True)
+    final = ops.While(condition, step)(*leaves, *body.captured)
     return unflatten(tree, final[:n])
 
 

@@ -28,7 +28,10 @@ from hlodsl.dtypes import Bool, ComplexFloating, Floating, Integer
 from hlodsl.dtypes import pred as pred_dtype
 from hlodsl.errors import ShapeError, StagingError, staging_error
 from hlodsl.structural import Constant
-from hlodsl.tree import flatten
+from hlodsl.tree import flatten, unflatten
+
+from .body import Body
+from .structures import flatten_lifting
 from hlodsl.types import ArrayType
 
 __all__ = ["Undefined", "undefined", "load", "not_", "and_", "or_", "stopped", "static_test",
@@ -192,38 +195,38 @@ def if_(test, true_fn: Callable, false_fn: Callable, values: tuple, site):
         true_fn, false_fn = one(true_fn), one(false_fn)
         names, live = ("<return>",), ("<return>",)
     label = f"{site[3]}_if{site[2]}"
-    outs = [_dry(lambda fn=fn: fn(*values), f"{label}_{side}")
-            for fn, side in ((true_fn, "true"), (false_fn, "false"))]
-    plans = [_merge(n, a, b, n in live, site) for n, a, b in zip(names, *outs)]
+    # Each branch is staged once, into a body of its own; what its variables become
+    # (kept arrays, numbers to lift, static values) is decided from both branches'
+    # results, and the coercions are then added to the branches that need them.
+    staged = []
+    for fn, side in ((true_fn, "true"), (false_fn, "false")):
+        body = Body(f"{label}_{side}", (), tupled=True)
+        staged.append((body, body.run(lambda fn=fn: tuple(fn(*values)))))
+    (t_body, t_out), (f_body, f_out) = staged
+    plans = [_merge(n, a, b, n in live, site) for n, a, b in zip(names, t_out, f_out)]
     kept = [i for i, p in enumerate(plans) if p[0] in ("keep", "coerce", "lift")]
     results = [p[1] if p[0] == "static" else Undefined(n) for n, p in zip(names, plans)]
     if kept:
-        def branch(fn, side):
-            def run():
-                out = fn(*values)
-                return tuple(_apply(plans[i], side, out[i]) for i in kept)
-
-            run.__name__ = run.__qualname__ = f"{label}_{('true', 'false')[side]}"
-            return run
-
-        got = _control().cond(pred, branch(true_fn, 0), branch(false_fn, 1))
-        for i, v in zip(kept, got):
+        finished, tree = [], None
+        for side, (body, out) in enumerate(staged):
+            with body.within():
+                leaves, tree = flatten_lifting(tuple(_apply(plans[i], side, out[i])
+                                                     for i in kept))
+            finished.append((body.finish(leaves, force_tuple=not leaves), leaves))
+        got = []
+        if finished[0][1]:
+            got = _ops().Conditional(finished[0][0], finished[1][0])(
+                pred, tuple(t_body.captured), tuple(f_body.captured))
+            got = got if isinstance(got, tuple) else (got,)
+        for i, v in zip(kept, unflatten(tree, got)):
             results[i] = v
     return tuple(results) if kind == "if" else results[0]
 
 
 def _dry(fn: Callable, name: str, in_types: tuple = ()) -> tuple:
     """Stage ``fn`` once, thrown away, for the values it produces (types, static values)."""
-    from .capture import discover
-
-    rec: list = []
-
-    def run(*params):
-        rec.append(tuple(fn(*params)))
-        return ()
-
-    discover(run, name, in_types)
-    return rec[0]
+    body = Body(name, in_types, tupled=True)
+    return tuple(body.run(lambda *params: tuple(fn(*params))))
 
 
 def _is_host(v) -> bool:

@@ -24,18 +24,22 @@ from typing import Callable
 from hlodsl.ops._ad import zeros_like_array
 
 from .traces import Paused, Tape, differentiable, fresh
-from .capture import discover, flatten_lifting, name_of, types_of
+from .structures import flatten_lifting, name_of
 from hlodsl.graph import current_builder
 from hlodsl.context import STATE
 from hlodsl.tree import flatten, unflatten
-from hlodsl.types import ArrayType
 
 __all__ = ["scan_with_pullback"]
 
 
-def scan_with_pullback(forward: Callable, f: Callable, init, xs, length, reverse):
-    """Run ``forward(f, init, xs, length, reverse)`` recording a scan pullback on the
-    tapes that see its inputs; ``None`` when no tape does (then the caller runs it)."""
+def scan_with_pullback(forward: Callable, capturing: Callable, f: Callable, init, xs, length,
+                       reverse):
+    """The scan of ``f``, its pullback recorded on the tapes that see its inputs.
+
+    ``capturing(f, init, xs, length, reverse)`` runs a scan and also returns the
+    outside arrays ``f`` used; ``forward`` runs one (eagerly or staged) for the
+    pullback. ``None`` when no tape is active here (then the caller runs it).
+    """
     builder = current_builder()
     tapes = [t for t in STATE.traces if isinstance(t, Tape) and t.active and t.builder is builder]
     if not tapes:
@@ -43,25 +47,20 @@ def scan_with_pullback(forward: Callable, f: Callable, init, xs, length, reverse
     c_leaves, c_tree = flatten_lifting(init)
     x_leaves, x_tree = flatten_lifting(xs)
     nc, nx = len(c_leaves), len(x_leaves)
-    x_types = tuple(ArrayType(t.dtype, t.shape[1:]) for t in types_of(x_leaves))
-
-    def call(*leaves):
-        return f(unflatten(c_tree, leaves[:nc]), unflatten(x_tree, leaves[nc:]))
-
-    _, _, captured = discover(call, name_of(f), types_of(c_leaves) + x_types)
-    captured = list(captured)
-    args = tuple(c_leaves + x_leaves + captured)
-    tapes = [t for t in tapes if t.sees(args)]
-    if not tapes:
-        return None
 
     def f_saving(carry, x):  # also stack the carry each step starts from
         new, y = f(carry, x)
         return new, (y, carry)
 
+    # One staging of f: the forward scan, which also says what f captures.
     with Paused(tapes):
-        final, (ys, carries) = forward(f_saving, unflatten(c_tree, c_leaves),
-                                       unflatten(x_tree, x_leaves), length, reverse)
+        (final, (ys, carries)), captured = capturing(f_saving, unflatten(c_tree, c_leaves),
+                                                     unflatten(x_tree, x_leaves), length,
+                                                     reverse)
+    args = tuple(c_leaves + x_leaves + list(captured))
+    tapes = [t for t in tapes if t.sees(args)]
+    if not tapes:
+        return final, ys
     out_leaves = flatten((final, ys))[0]
     ny = len(out_leaves) - nc
     carries = flatten(carries)[0]
