@@ -109,3 +109,27 @@ class GetTupleElement(HloOp, opcode="get-tuple-element"):
             raise TypeError(f"{self!r} takes the tuple of arrays an op returned, "
                             f"not {type(value).__name__}")
         return value[self.index]
+
+
+# -- batching (vmap): structure, and values that no example changes ----------------------
+
+from .rules import batch_rule, not_batchable  # noqa: E402
+
+
+@batch_rule.dispatch
+def tuple_batched(op: Tuple, args: tuple, dims: tuple):
+    return tuple(args), tuple(dims)
+
+
+@batch_rule.dispatch
+def get_tuple_element_batched(op: GetTupleElement, args: tuple, dims: tuple):
+    return args[0][op.index], dims[0][op.index]
+
+
+@batch_rule.dispatch
+def constant_batched(op: Constant, args: tuple, dims: tuple):
+    return op(), None  # no operands: the same for every example
+
+
+not_batchable(Parameter, reason="parameters are bound by vmap to the batched arguments; "
+                                "they are never applied")

@@ -55,3 +55,13 @@ class AfterAll(HloOp, opcode="after-all"):
 from hlodsl.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(AfterAll)
+
+
+# -- batching (vmap): nothing to batch (no array operands) -------------------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import unbatched_rule  # noqa: E402
+
+register_rule(batch_rule, AfterAll, unbatched_rule)

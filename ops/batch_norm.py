@@ -177,3 +177,53 @@ def _(op: BatchNormInference, ct, out, *args):
 def _(op: BatchNormGrad, ct, out, *args):
     from ._ad import vjp_through
     return tuple(vjp_through(lambda *a: _grad_formula(op, *a), args, tuple(ct)))
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import batch_size, with_batch  # noqa: E402
+
+
+def _features_by_example(x, f: int):
+    """``x`` (batch first, features at ``f + 1``) with the batch merged into its features
+    (example-major): statistics over "the other dimensions" become per example."""
+    from .reshape import Reshape, Transpose
+
+    perm = (*range(1, f + 1), 0, *range(f + 1, x.ndim))
+    moved = Transpose(perm)(x)
+    shape = list(moved.shape)
+    shape[f:f + 2] = [shape[f] * shape[f + 1]]
+    return Reshape(tuple(shape))(moved)
+
+
+def _split_features(y, f: int, size: int):
+    """The inverse of ``_features_by_example``, leaving the batch at dimension ``f``."""
+    from .reshape import Reshape
+
+    shape = list(y.shape)
+    shape[f:f + 1] = [size, shape[f] // size]
+    return Reshape(tuple(shape))(y)
+
+
+@batch_rule.dispatch
+def batch_norm_batched(op: _BatchNorm, args: tuple, dims: tuple):
+    from .reshape import Reshape
+
+    size = batch_size(args, dims)
+    f = op.feature_index
+    full_shaped = {0, 4} if isinstance(op, BatchNormGrad) else {0}  # the rest: per feature
+    merged = []
+    for k, (a, d) in enumerate(zip(args, dims)):
+        a = with_batch(a, d, size)
+        merged.append(_features_by_example(a, f) if k in full_shaped else
+                      Reshape((a.shape[0] * a.shape[1],))(a))
+    out = type(op)(op.epsilon, f)(*merged)
+    if not isinstance(out, tuple):
+        return _split_features(out, f, size), f
+    full, *vectors = out
+    return (_split_features(full, f, size),
+            *(Reshape((size, v.shape[0] // size))(v) for v in vectors)), \
+        (f, *(0 for _ in vectors))

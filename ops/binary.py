@@ -219,3 +219,13 @@ def _(op: Remainder, ct, out, x, y):
 
 
 nondifferentiable(And, Or, Xor)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import elementwise_rule  # noqa: E402
+
+register_rule(batch_rule, Binary, elementwise_rule)  # every binary op, one rule

@@ -69,3 +69,15 @@ from hlodsl.rules import nondifferentiable  # noqa: E402
 
 # Reinterpreting bits has no derivative (jax: zero tangent), even float to float.
 nondifferentiable(BitcastConvert)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def bitcast_convert_batched(op: BitcastConvert, args: tuple, dims: tuple):
+    # Elementwise; a change of width adds or removes a trailing dimension only.
+    return op(*args), 0

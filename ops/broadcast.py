@@ -73,3 +73,18 @@ def _(op: Broadcast, ct, out, x):
         from .reshape import Transpose
         summed = Transpose(perm)(summed)
     return (summed,)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import shifted  # noqa: E402
+
+
+@batch_rule.dispatch
+def broadcast_batched(op: Broadcast, args: tuple, dims: tuple):
+    (x,) = args
+    size = x.shape[0]
+    return Broadcast((size, *op.shape), (0, *shifted(op.dimensions)))(x), 0

@@ -96,3 +96,20 @@ def _(op: Call, tangents: tuple, out, *args):
     res = _as_tuple(Call(forward)(*args, *(tangents[i] for i in given)))
     t_out = put([None] * len(outs), moving_out, res)
     return tuple(t_out) if isinstance(out, tuple) else t_out[0]
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, transformations  # noqa: E402
+from hlodsl.staging import stage_computation  # noqa: E402
+from hlodsl.types import ArrayType  # noqa: E402
+
+
+@batch_rule.dispatch
+def call_batched(op: Call, args: tuple, dims: tuple):
+    # The callee, staged for one example, runs batched in place (inlined).
+    types = tuple(a.type if d is None else ArrayType(a.dtype, a.shape[1:])
+                  for a, d in zip(args, dims))
+    comp = stage_computation(op.computation, types)
+    return transformations.batch(comp, list(args), list(dims))

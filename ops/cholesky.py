@@ -101,3 +101,14 @@ def _(op: Cholesky, ct, out, a):
     g = TriangularSolve(left_side=True, lower=True, transpose_a="ADJOINT")(low, y)
     abar = _phi(add(g, adjoint(g)))
     return (conj(abar if op.lower else adjoint(abar)),)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def cholesky_batched(op: Cholesky, args: tuple, dims: tuple):
+    return op(*args), 0  # Cholesky factors the trailing two dimensions: a leading batch dimension is one more

@@ -52,3 +52,29 @@ def _(op: Clamp, ct, out, lo, x, hi):
     ct_lo = Select()(And()(gt(lo_, x), lt(lo_, hi_)), ct, zero)
     ct_hi = Select()(lt(hi_, x), ct, zero)
     return sum_to(ct_lo, lo.shape), ct_x, sum_to(ct_hi, hi.shape)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import batch_size, with_batch  # noqa: E402
+
+
+@batch_rule.dispatch
+def clamp_batched(op: Clamp, args: tuple, dims: tuple):
+    from .broadcast import Broadcast
+
+    size = batch_size(args, dims)
+    x, xd = args[1], dims[1]
+    example = x.shape[1:] if xd is not None else x.shape
+    shape = (size, *example)
+
+    def full(a, d):  # every operand in the batched x's shape (a bound may be a scalar)
+        per_example = a.shape[1:] if d is not None else a.shape
+        if per_example == example:
+            return with_batch(a, d, size)
+        return Broadcast(shape, (0,) if d is not None else ())(a)
+
+    return Clamp()(*(full(a, d) for a, d in zip(args, dims))), 0

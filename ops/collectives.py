@@ -239,3 +239,23 @@ def _no_rule(op, ct, out, *args):
 
 for _cls in (AllGather, ReduceScatter, AllToAll, CollectivePermute, CollectiveBroadcast):
     register_rule(vjp_rule, _cls, lambda op, ct, out, *args: _no_rule(op, ct, out, *args))
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def collective_batched(op: _Collective, args: tuple, dims: tuple):
+    # Every element crosses devices on its own: a leading dimension changes nothing
+    # but the dimension numbers after it.
+    if hasattr(op, "dimension"):
+        op = attrs.evolve(op, dimension=op.dimension + 1)
+    return op(*args), 0
+
+
+@batch_rule.dispatch
+def permute_batched(op: CollectivePermute, args: tuple, dims: tuple):
+    return op(*args), 0

@@ -116,3 +116,14 @@ def _(op: Select, ct, out, p, t, f):
 
     zero = full_like(ct, 0)
     return None, Select()(p, ct, zero), Select()(p, zero, ct)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import elementwise_rule  # noqa: E402
+
+register_rule(batch_rule, Compare, elementwise_rule)
+register_rule(batch_rule, Select, elementwise_rule)  # the predicate has the operands' shape

@@ -90,3 +90,14 @@ def _(op: Imag, ct, out, z):
     if not issubclass(z.dtype, ComplexFloating):
         return (None,)  # the imaginary part of a real array is constant 0
     return (Complex()(_zeros(ct), neg(ct)),)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import elementwise_rule  # noqa: E402
+
+register_rule(batch_rule, Complex, elementwise_rule)
+register_rule(batch_rule, _Part, elementwise_rule)

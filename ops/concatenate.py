@@ -77,3 +77,16 @@ def _(op: Concatenate, ct, out, *xs):
         cts.append(Slice(lo, hi)(ct))
         start = stop
     return tuple(cts)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import all_batched  # noqa: E402
+
+
+@batch_rule.dispatch
+def concatenate_batched(op: Concatenate, args: tuple, dims: tuple):
+    return Concatenate(op.dimension + 1)(*all_batched(args, dims)), 0

@@ -254,3 +254,87 @@ def _(op: Conditional, tangents: tuple, out, selector, *flat):
     for k, t in zip(moving_out, _leaves(res)):
         t_out[k] = t
     return tuple(t_out) if isinstance(out, tuple) else t_out[0]
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+# With one selector for every example, each branch becomes its batched self; a
+# result is batched if any branch's can be. With a selector per example, every
+# branch runs on every example and each example's result is selected.
+
+from hlodsl.interpret import depends  # noqa: E402
+from hlodsl.rules import batch_rule, transformations  # noqa: E402
+from hlodsl.staging import stage_computation  # noqa: E402
+
+from ._batch import batch_size, dims_for, example_type, settle  # noqa: E402
+
+
+def _either(a, b):
+    if isinstance(a, tuple):
+        return tuple(_either(x, y) for x, y in zip(a, b))
+    return a or b
+
+
+def _example(operand, dims):
+    if isinstance(operand, tuple):
+        return TupleType(tuple(example_type(a, d) for a, d in zip(operand, dims)))
+    return example_type(operand, dims)
+
+
+def _flags(dims):
+    return tuple(_flags(d) for d in dims) if isinstance(dims, tuple) else dims is not None
+
+
+@batch_rule.dispatch
+def conditional_batched(op: Conditional, args: tuple, dims: tuple):
+    from .compare import Compare, Select
+    from .broadcast import Broadcast
+    from ._batch import leaves_with_dims, scalar
+
+    selector, operands = args[0], args[1:]
+    size = batch_size(args, dims)
+    comps = [stage_computation(fn, (_example(o, d),))
+             for fn, o, d in zip(op.branches, operands, dims[1:])]
+    if dims[0] is None:
+        wanted = None
+        for comp, d in zip(comps, dims[1:]):
+            flags = depends(comp, [_flags(d)])
+            wanted = flags if wanted is None else _either(wanted, flags)
+
+        def batched_branch(comp, d):
+            def branch(operand):
+                out, out_dims = transformations.batch(comp, [operand], [d])
+                return settle(out, out_dims, wanted, size)
+            branch.__name__ = branch.__qualname__ = f"{comp.name}_batched"
+            return branch
+
+        new = [batched_branch(c, d) for c, d in zip(comps, dims[1:])]
+        form = Conditional(branch_computations=tuple(new)) if op.branch_computations else \
+            Conditional(*new)
+        return form(selector, *operands), dims_for(wanted)
+    # A selector per example: every branch on every example, then a select per example.
+    results = []
+    for comp, o, d in zip(comps, operands, dims[1:]):
+        out, out_dims = transformations.batch(comp, [o], [d])
+        results.append(settle(out, out_dims, _all_true(out), size))
+    if op.branch_computations:  # an index out of [0, N) runs the last branch
+        last = len(results) - 1
+        chosen, rest = results[last], list(enumerate(results[:last]))
+    else:
+        chosen, rest = results[1], [(True, results[0])]
+    for key, result in reversed(rest):
+        hit = Compare("EQ")(selector, Broadcast(selector.shape)(scalar(key, selector.dtype)))
+        chosen = _select(hit, result, chosen)
+    return chosen, dims_for(_all_true(chosen))
+
+
+def _all_true(value):
+    return tuple(_all_true(v) for v in value) if isinstance(value, tuple) else True
+
+
+def _select(hit, a, b):
+    from .broadcast import Broadcast
+    from .compare import Select
+
+    if isinstance(a, tuple):
+        return tuple(_select(hit, x, y) for x, y in zip(a, b))
+    return Select()(Broadcast(a.shape, (0,))(hit), a, b)

@@ -65,3 +65,13 @@ def _(op: Convert, ct, out, x):
         from .complex_parts import Real
         ct = Real()(ct)
     return (Convert(x.dtype)(ct),)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import elementwise_rule  # noqa: E402
+
+register_rule(batch_rule, Convert, elementwise_rule)

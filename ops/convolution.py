@@ -318,3 +318,72 @@ def _(op: Convolution, tangents: tuple, out, *args):
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else add(*parts)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+# The examples are folded into a dimension the convolution already has: into the
+# batch of lhs when only lhs is batched, into the output features of the kernel
+# when only the kernel is, and into the feature groups when both are (each example
+# its own group). Dimension numbers below are per example, as the op's specs are.
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+def _merge_into(x, src: int, dst: int):
+    """``x`` with dimension ``src`` folded into dimension ``dst`` (numbered without
+    ``src``), as its major part."""
+    from .reshape import Reshape, Transpose
+
+    perm = [i for i in range(x.ndim) if i != src]
+    perm.insert(dst, src)
+    moved = Transpose(tuple(perm))(x) if perm != list(range(x.ndim)) else x
+    shape = list(moved.shape)
+    shape[dst:dst + 2] = [shape[dst] * shape[dst + 1]]
+    return Reshape(tuple(shape))(moved)
+
+
+def _split_out(x, src: int, major: int):
+    """``x`` with dimension ``src`` split into ``(major, rest)``."""
+    from .reshape import Reshape
+
+    shape = list(x.shape)
+    shape[src:src + 1] = [major, shape[src] // major]
+    return Reshape(tuple(shape))(x)
+
+
+@batch_rule.dispatch
+def convolution_batched(op: Convolution, args: tuple, dims: tuple):
+    lhs, rhs = args
+    rank = (lhs.ndim - 1) if dims[0] is not None else lhs.ndim
+    ls, rs, os = op._resolved(rank)[:3]
+    fgc, bgc = op.feature_group_count, op.batch_group_count
+    size = (lhs if dims[0] is not None else rhs).shape[0]
+    same = {f.name: getattr(op, f.name) for f in attrs.fields(Convolution)}
+    if dims[0] is not None and dims[1] is not None:
+        if bgc > 1:
+            new_lhs, same["batch_group_count"] = _merge_into(lhs, 0, ls[0]), bgc * size
+        else:
+            new_lhs, same["feature_group_count"] = _merge_into(lhs, 0, ls[1]), fgc * size
+        out = Convolution(**same)(new_lhs, _merge_into(rhs, 0, rs[0]))
+        return _split_out(out, os[1], size), os[1]
+    if dims[0] is not None:
+        if bgc == 1:
+            out = Convolution(**same)(_merge_into(lhs, 0, ls[0]), rhs)
+            return _split_out(out, os[0], size), os[0]
+        # Batch groups split lhs's batch: the examples go inside each group.
+        grouped = _split_out(lhs, ls[0] + 1, bgc)              # (B, ..., G, N/G, ...)
+        grouped = _merge_into(grouped, 0, ls[0] + 1)           # (..., G, B*N/G, ...)
+        out = Convolution(**same)(_merge_into(grouped, ls[0], ls[0]), rhs)
+        return _split_out(out, os[0], size), os[0]
+    if fgc == 1 and bgc == 1:
+        out = Convolution(**same)(lhs, _merge_into(rhs, 0, rs[0]))
+        return _split_out(out, os[1], size), os[1]
+    # Groups must stay outermost in the kernel's output features: split them out,
+    # fold the examples in under them, and undo the same on the result.
+    groups = fgc if fgc > 1 else bgc
+    kernel = _split_out(rhs, rs[0] + 1, groups)                # (B, ..., G, O/G, ...)
+    kernel = _merge_into(kernel, 0, rs[0] + 1)                 # (..., G, B*O/G, ...)
+    out = Convolution(**same)(lhs, _merge_into(kernel, rs[0], rs[0]))
+    out = _split_out(out, os[1], groups)                       # (..., G, B*O/G, ...)
+    out = _split_out(out, os[1] + 1, size)                     # (..., G, B, O/G, ...)
+    return _merge_into(out, os[1], os[1] + 1), os[1]           # (..., B, G*O/G, ...)

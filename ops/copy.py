@@ -31,3 +31,13 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 @vjp_rule.dispatch
 def _(op: Copy, ct, out, x):
     return (ct,)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import elementwise_rule  # noqa: E402
+
+register_rule(batch_rule, Copy, elementwise_rule)

@@ -148,3 +148,15 @@ def _(op: CustomCall, ct, out, *args):
         f"{', '.join(str(a.type) for a in args)}): a custom-call target is opaque native "
         "code; wrap the function that calls it in hlodsl.custom_vjp (or custom_jvp) and "
         "give its derivative there")
+
+
+# -- batching (vmap) --------------------------------------------------------------------
+
+
+from hlodsl.rules import not_batchable  # noqa: E402
+
+not_batchable(CustomCall, reason=(
+    "a custom call is opaque: hlodsl cannot know what its target does with an extra "
+    "dimension. Give a rule for it: subclass CustomCall for your target and define "
+    "@hlodsl.batch_rule.dispatch for the subclass (args arrive with the batch dimension "
+    "first, or None where unbatched; return (result, result dims))"))

@@ -35,3 +35,14 @@ class PartitionId(HloOp, opcode="partition-id"):
 from hlodsl.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(ReplicaId, PartitionId)
+
+
+# -- batching (vmap): nothing to batch (no array operands) -------------------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import unbatched_rule  # noqa: E402
+
+register_rule(batch_rule, ReplicaId, unbatched_rule)
+register_rule(batch_rule, PartitionId, unbatched_rule)

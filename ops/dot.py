@@ -153,3 +153,26 @@ def _(op: Dot, ct, out, lhs, rhs):
     if ct_rhs.dtype is not rhs.dtype:
         ct_rhs = Convert(rhs.dtype)(ct_rhs)
     return ct_lhs, ct_rhs
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import shifted  # noqa: E402
+
+
+@batch_rule.dispatch
+def dot_batched(op: Dot, args: tuple, dims: tuple):
+    lhs, rhs = args
+    lc, rc = op.lhs_contracting, op.rhs_contracting
+    lb, rb = op.lhs_batch, op.rhs_batch
+    kw = {"preferred_element_type": op.preferred_element_type}
+    if dims[0] is not None and dims[1] is not None:  # one more batch dimension, first
+        return Dot(shifted(lc), shifted(rc), (0, *shifted(lb)), (0, *shifted(rb)), **kw)(
+            lhs, rhs), 0
+    if dims[0] is not None:  # a free dimension of lhs: after the batch dims in the result
+        return Dot(shifted(lc), rc, shifted(lb), rb, **kw)(lhs, rhs), len(lb)
+    free_lhs = lhs.ndim - len(lc) - len(lb)  # a free dimension of rhs: after lhs's
+    return Dot(lc, shifted(rc), lb, shifted(rb), **kw)(lhs, rhs), len(lb) + free_lhs

@@ -119,3 +119,69 @@ def _(op: DynamicUpdateSlice, ct, out, x, update, *starts):
     ct_x = DynamicUpdateSlice()(ct, full_like(update, 0), *starts)
     ct_update = DynamicSlice(update.shape)(ct, *starts)
     return (ct_x, ct_update) + (None,) * len(starts)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import scalar, with_batch  # noqa: E402
+
+
+def _start_vectors(starts, dims, size: int):
+    """The (per-example) start indices as one ``[size, n]`` index array."""
+    from .broadcast import Broadcast
+    from .concatenate import Concatenate
+    from .reshape import Reshape
+
+    columns = [Reshape((size, 1))(s if d is not None else Broadcast((size,))(s))
+               for s, d in zip(starts, dims)]
+    return Concatenate(1)(*columns) if len(columns) > 1 else columns[0]
+
+
+@batch_rule.dispatch
+def dynamic_slice_batched(op: DynamicSlice, args: tuple, dims: tuple):
+    from .gather import Gather
+
+    x, starts = args[0], args[1:]
+    size = next(a.shape[0] for a, d in zip(args, dims) if d is not None)
+    x = with_batch(x, dims[0], size)
+    if all(d is None for d in dims[1:]):  # one window for every example
+        zero = scalar(0, starts[0].dtype) if starts else scalar(0)
+        return DynamicSlice((size, *op.slice_sizes))(x, zero, *starts), 0
+    # A window per example: a gather whose batching dimension pairs example i's
+    # starts with example i's operand (gather clamps starts as dynamic-slice does).
+    n = len(starts)
+    gather = Gather(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
+                    start_index_map=tuple(range(1, n + 1)), index_vector_dim=1,
+                    slice_sizes=(1, *op.slice_sizes), operand_batching_dims=(0,),
+                    start_indices_batching_dims=(0,))
+    return gather(x, _start_vectors(starts, dims[1:], size)), 0
+
+
+def _overwrite(old, new):
+    return new
+
+
+@batch_rule.dispatch
+def dynamic_update_slice_batched(op: DynamicUpdateSlice, args: tuple, dims: tuple):
+    from .clamp import Clamp
+    from .scatter import Scatter
+
+    x, update, starts = args[0], args[1], args[2:]
+    size = next(a.shape[0] for a, d in zip(args, dims) if d is not None)
+    x, update = with_batch(x, dims[0], size), with_batch(update, dims[1], size)
+    if all(d is None for d in dims[2:]):
+        zero = scalar(0, starts[0].dtype)
+        return DynamicUpdateSlice()(x, update, zero, *starts), 0
+    # Scatter drops out-of-bounds windows where dynamic-update-slice clamps them:
+    # clamp each start first, so both write the same window.
+    n, dtype = len(starts), starts[0].dtype
+    clamped = [Clamp()(scalar(0, dtype), s, scalar(x.shape[k + 1] - update.shape[k + 1], dtype))
+               for k, s in enumerate(starts)]
+    scatter = Scatter(_overwrite, update_window_dims=tuple(range(1, n + 1)),
+                      inserted_window_dims=(), scatter_dims_to_operand_dims=tuple(range(1, n + 1)),
+                      index_vector_dim=1, input_batching_dims=(0,),
+                      scatter_indices_batching_dims=(0,))
+    return scatter(x, _start_vectors(clamped, dims[2:], size), update), 0

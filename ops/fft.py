@@ -125,3 +125,14 @@ def _(op: Fft, ct, out, x):
 @jvp_rule.dispatch
 def _(op: Fft, tangents: tuple, out, *args):
     return None if tangents[0] is None else op(tangents[0])
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def fft_batched(op: Fft, args: tuple, dims: tuple):
+    return op(*args), 0  # Fft transforms the trailing dimensions: a leading batch dimension is one more

@@ -224,3 +224,36 @@ def _(op: Gather, ct, out, x, indices):
                           scatter_indices_batching_dims=op.start_indices_batching_dims,
                           indices_are_sorted=op.indices_are_sorted)
     return scatter_add(full_like(x, 0), starts, ct), None
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import shifted, with_batch  # noqa: E402
+
+
+@batch_rule.dispatch
+def gather_batched(op: Gather, args: tuple, dims: tuple):
+    operand, indices = args
+    if dims[0] is None:
+        # Shared operand: the examples are one more batch dimension of the indices,
+        # which comes first in the result (the other result dims shift by one).
+        return Gather(offset_dims=shifted(op.offset_dims),
+                      collapsed_slice_dims=op.collapsed_slice_dims,
+                      start_index_map=op.start_index_map,
+                      index_vector_dim=op.index_vector_dim + 1,
+                      slice_sizes=op.slice_sizes,
+                      operand_batching_dims=op.operand_batching_dims,
+                      start_indices_batching_dims=shifted(op.start_indices_batching_dims),
+                      indices_are_sorted=op.indices_are_sorted)(operand, indices), 0
+    indices = with_batch(indices, dims[1], operand.shape[0])
+    return Gather(offset_dims=shifted(op.offset_dims),
+                  collapsed_slice_dims=shifted(op.collapsed_slice_dims),
+                  start_index_map=shifted(op.start_index_map),
+                  index_vector_dim=op.index_vector_dim + 1,
+                  slice_sizes=(1, *op.slice_sizes),
+                  operand_batching_dims=(0, *shifted(op.operand_batching_dims)),
+                  start_indices_batching_dims=(0, *shifted(op.start_indices_batching_dims)),
+                  indices_are_sorted=op.indices_are_sorted)(operand, indices), 0

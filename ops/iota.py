@@ -51,3 +51,13 @@ class Iota(HloOp, opcode="iota"):
 from hlodsl.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(Iota)
+
+
+# -- batching (vmap): nothing to batch (no array operands) -------------------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import unbatched_rule  # noqa: E402
+
+register_rule(batch_rule, Iota, unbatched_rule)

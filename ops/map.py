@@ -92,3 +92,16 @@ class MapPullback:
 def _(op: Map, ct, out, *xs):
     return tuple(Map(MapPullback(op.computation, i))(*xs, ct)
                  if issubclass(x.dtype, Inexact) else None for i, x in enumerate(xs))
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import elementwise_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def map_batched(op: Map, args: tuple, dims: tuple):
+    return elementwise_rule(op, args, dims)  # the computation is applied per element

@@ -64,3 +64,15 @@ def _(op: OptimizationBarrier, ct, out, *values):
 @jvp_rule.dispatch
 def _(op: OptimizationBarrier, tangents: tuple, out, *values):
     return tuple(tangents)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def barrier_batched(op: OptimizationBarrier, args: tuple, dims: tuple):
+    # The node's one operand is the tuple of values; they pass through as they are.
+    return OptimizationBarrier()(*args), dims[0]

@@ -105,3 +105,29 @@ def _(op: Pad, ct, out, x, value):
     ct_x = Slice((0,) * x.ndim, unpadded.shape, tuple(i + 1 for i in op.interior))(unpadded)
     total = sum_dims(ct, tuple(range(ct.ndim)))
     return ct_x, sub(total, sum_dims(ct_x, tuple(range(ct_x.ndim))))
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import scalar, with_batch  # noqa: E402
+
+
+@batch_rule.dispatch
+def pad_batched(op: Pad, args: tuple, dims: tuple):
+    from .broadcast import Broadcast
+    from .compare import Select
+
+    x, value = args
+    size = (x if dims[0] is not None else value).shape[0]
+    x = with_batch(x, dims[0], size)
+    padding = Pad((0, *op.low), (0, *op.high), (0, *op.interior))
+    if dims[1] is None:
+        return padding(x, value), 0
+    # One padding value per example: pad with any value, then choose per element
+    # between the operand (where the mask says it landed) and that example's value.
+    inside = padding(Broadcast(x.shape)(scalar(True)), scalar(False))
+    full = Broadcast(inside.shape, (0,))(value)
+    return Select()(inside, padding(x, scalar(0, x.dtype)), full), 0

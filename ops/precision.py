@@ -68,3 +68,14 @@ nondifferentiable(RoundNearestAfz)
 def _(op: ReducePrecision, ct, out, x):
     # As jax: treated as the identity, with the cotangent rounded the same way.
     return (op(ct),)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def reduceprecision_batched(op: ReducePrecision, args: tuple, dims: tuple):
+    return op(*args), 0  # ReducePrecision is elementwise: a leading batch dimension is one more

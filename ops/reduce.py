@@ -250,3 +250,29 @@ def _(op: Reduce, ct, out, *args):
     raise NotImplementedError(
         f"no derivative rule for {op!r}: its computation is not a single add, maximum, "
         "minimum or multiply of its two parameters")
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import NotBatchableError, batch_rule  # noqa: E402
+
+from ._batch import batch_size, shifted, with_batch  # noqa: E402
+
+
+def _batched_operands(op, args, dims):
+    """The operands batched alike; the initial values must be the same for every example."""
+    n = len(args) // 2
+    if any(d is not None for d in dims[n:]):
+        raise NotBatchableError(f"vmap: {op!r} with an initial value that differs between "
+                                "examples cannot be batched (an initial value is the "
+                                "identity of the computation: pass it unbatched)")
+    size = batch_size(args, dims)
+    return [with_batch(a, d, size) for a, d in zip(args[:n], dims[:n])], list(args[n:])
+
+
+@batch_rule.dispatch
+def reduce_batched(op: Reduce, args: tuple, dims: tuple):
+    operands, inits = _batched_operands(op, args, dims)
+    out = Reduce(op.computation, shifted(op.dimensions))(*operands, *inits)
+    return out, (tuple(0 for _ in out) if isinstance(out, tuple) else 0)

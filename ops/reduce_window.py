@@ -353,3 +353,20 @@ def _(op: ReduceWindow, tangents: tuple, out, *args):
     _chooser_check(op)
     return select_gather("GE" if kind == "max" else "LE", op.window_dimensions,
                          op.window_strides, op.padding, x, t_x)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from .reduce import _batched_operands  # noqa: E402
+
+
+@batch_rule.dispatch
+def reduce_window_batched(op: ReduceWindow, args: tuple, dims: tuple):
+    operands, inits = _batched_operands(op, args, dims)
+    out = ReduceWindow(op.computation, (1, *op.window_dimensions), (1, *op.window_strides),
+                       ((0, 0), *op.padding), (1, *op.base_dilations),
+                       (1, *op.window_dilations))(*operands, *inits)
+    return out, (tuple(0 for _ in out) if isinstance(out, tuple) else 0)

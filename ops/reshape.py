@@ -75,3 +75,23 @@ def _(op: Reshape, ct, out, x):
 def _(op: Transpose, ct, out, x):
     inverse = tuple(sorted(range(len(op.permutation)), key=op.permutation.__getitem__))
     return (Transpose(inverse)(ct),)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import shifted  # noqa: E402
+
+
+@batch_rule.dispatch
+def reshape_batched(op: Reshape, args: tuple, dims: tuple):
+    (x,) = args
+    return Reshape((x.shape[0], *op.shape))(x), 0
+
+
+@batch_rule.dispatch
+def transpose_batched(op: Transpose, args: tuple, dims: tuple):
+    (x,) = args
+    return Transpose((0, *shifted(op.permutation)))(x), 0

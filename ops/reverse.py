@@ -47,3 +47,17 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 @vjp_rule.dispatch
 def _(op: Reverse, ct, out, x):
     return (Reverse(op.dimensions)(ct),)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import shifted  # noqa: E402
+
+
+@batch_rule.dispatch
+def reverse_batched(op: Reverse, args: tuple, dims: tuple):
+    (x,) = args
+    return Reverse(shifted(op.dimensions))(x), 0

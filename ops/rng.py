@@ -93,3 +93,42 @@ from hlodsl.rules import nondifferentiable  # noqa: E402
 
 # Random draws carry no derivative with respect to their parameters or state.
 nondifferentiable(Rng, RngBitGenerator)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, not_batchable  # noqa: E402
+
+from ._batch import batch_size, scalar  # noqa: E402
+
+
+@batch_rule.dispatch
+def rng_batched(op: Rng, args: tuple, dims: tuple):
+    # One draw of every example's shape at once, from the standard distribution,
+    # moved to each example's a and b: uniform a + (b - a) u, normal a + b z.
+    from .binary import Add, Multiply, Subtract
+    from .broadcast import Broadcast
+
+    from hlodsl.dtypes import Integer, float64
+
+    from .convert import Convert
+    from .unary import Floor
+
+    size = batch_size(args, dims)
+    dtype = args[0].dtype
+    shape = (size, *op.shape)
+    real = float64 if issubclass(dtype, Integer) else dtype  # integers: floor of a real draw
+    a, b = (Broadcast(shape, (0,) if d is not None else ())(v if v.dtype is real else
+                                                           Convert(real)(v))
+            for v, d in zip(args, dims))
+    std = Rng(op.distribution, shape)(scalar(0, real), scalar(1, real))
+    if op.distribution == "normal":
+        return Add()(a, Multiply()(b, std)), 0
+    out = Add()(a, Multiply()(Subtract()(b, a), std))
+    return (Convert(dtype)(Floor()(out)) if real is not dtype else out), 0
+
+
+not_batchable(RngBitGenerator, reason=(
+    "one generator state per example would need one generator call per example; draw the "
+    "whole batch outside vmap with one state (RngBitGenerator(shape=(batch, ...)))"))

@@ -251,3 +251,28 @@ def _window_ids(op: Scatter, updates):
     count = math.prod(batch)
     ids = Add()(Iota(int32, (count,))(), Broadcast((count,))(array(np.int32(1))))
     return _spread(Reshape(batch)(ids), op, updates)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import batch_size, shifted, with_batch  # noqa: E402
+
+
+@batch_rule.dispatch
+def scatter_batched(op: Scatter, args: tuple, dims: tuple):
+    # Each example scatters into its own operand: everything batched, the examples
+    # paired by a batching dimension of the operands and the indices.
+    size = batch_size(args, dims)
+    args = [with_batch(a, d, size) for a, d in zip(args, dims)]
+    out = Scatter(op.computation, update_window_dims=shifted(op.update_window_dims),
+                  inserted_window_dims=shifted(op.inserted_window_dims),
+                  scatter_dims_to_operand_dims=shifted(op.scatter_dims_to_operand_dims),
+                  index_vector_dim=op.index_vector_dim + 1,
+                  input_batching_dims=(0, *shifted(op.input_batching_dims)),
+                  scatter_indices_batching_dims=(0, *shifted(op.scatter_indices_batching_dims)),
+                  indices_are_sorted=op.indices_are_sorted,
+                  unique_indices=op.unique_indices)(*args)
+    return out, (tuple(0 for _ in out) if isinstance(out, tuple) else 0)

@@ -184,3 +184,24 @@ def _(op: SelectAndScatter, tangents: tuple, out, *args):
     operand, source, init = args
     return op(operand, t_source if t_source is not None else zeros_like_array(source),
               t_init if t_init is not None else zeros_like_array(init))
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.rules import NotBatchableError  # noqa: E402
+
+from ._batch import batch_size, with_batch  # noqa: E402
+
+
+@batch_rule.dispatch
+def select_and_scatter_batched(op: SelectAndScatter, args: tuple, dims: tuple):
+    if dims[2] is not None:
+        raise NotBatchableError(f"vmap: {op!r} with a batched initial value (one per "
+                                "example) cannot be batched; pass it unbatched")
+    size = batch_size(args, dims)
+    operand, source = (with_batch(a, d, size) for a, d in zip(args[:2], dims[:2]))
+    batched = SelectAndScatter(op.select, op.scatter, (1, *op.window_dimensions),
+                               (1, *op.window_strides), ((0, 0), *op.padding))
+    return batched(operand, source, args[2]), 0

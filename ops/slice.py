@@ -92,3 +92,16 @@ def _(op: Slice, ct, out, x):
     interior = tuple(s - 1 for s in op.strides)
     zero = array(np.zeros((), ct.dtype.np_dtype))
     return (Pad(op.start_indices, high, interior)(ct, zero),)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def slice_batched(op: Slice, args: tuple, dims: tuple):
+    (x,) = args
+    return Slice((0, *op.start_indices), (x.shape[0], *op.limit_indices),
+                 (1, *op.strides))(x), 0

@@ -170,3 +170,17 @@ def _(op: Sort, tangents: tuple, out, *xs):
     perm = _permutation(op, xs)
     moved = tuple(None if t is None else take_along(t, op.dimension, perm) for t in tangents)
     return moved if len(xs) > 1 else moved[0]
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import all_batched  # noqa: E402
+
+
+@batch_rule.dispatch
+def sort_batched(op: Sort, args: tuple, dims: tuple):
+    out = Sort(op.comparator, op.dimension + 1, op.is_stable)(*all_batched(args, dims))
+    return out, (tuple(0 for _ in out) if isinstance(out, tuple) else 0)

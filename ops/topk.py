@@ -87,3 +87,15 @@ def _(op: TopK, tangents: tuple, out, x):
     if tangents[0] is None:
         return None
     return take_along(tangents[0], x.ndim - 1, out[1]), None
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+
+@batch_rule.dispatch
+def topk_batched(op: TopK, args: tuple, dims: tuple):
+    out = op(*args)  # along the last dimension: a leading batch dimension is one more
+    return out, tuple(0 for _ in out)

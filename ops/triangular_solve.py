@@ -149,3 +149,16 @@ def _(op: TriangularSolve, ct, out, a, b):
         ct_t = matrix_transpose(ct_t)
         ct_t = conj(ct_t) if op.transpose_a == "ADJOINT" else ct_t
     return triangle(ct_t, op.lower, strict=op.unit_diagonal), ct_b
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule  # noqa: E402
+
+from ._batch import all_batched  # noqa: E402
+
+
+@batch_rule.dispatch
+def triangular_solve_batched(op: TriangularSolve, args: tuple, dims: tuple):
+    return op(*all_batched(args, dims)), 0  # leading dimensions are batch dimensions

@@ -237,3 +237,13 @@ def _(op: Negate, ct, out, x):
 # Piecewise constant: the derivative is zero wherever it exists (as in jax). jax
 # also takes the sign of a complex number, x / |x|, as having a zero derivative.
 nondifferentiable(Sign, Floor, Ceil, RoundNearestEven, Not, IsFinite)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+
+
+from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+
+from ._batch import elementwise_rule  # noqa: E402
+
+register_rule(batch_rule, Unary, elementwise_rule)  # every unary op, one rule

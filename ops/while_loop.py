@@ -131,3 +131,74 @@ def _(op: While, tangents: tuple, out, *state):
     for i, t in zip(moving, res[n:]):
         t_out[i] = t
     return tuple(t_out)
+
+
+# -- batching (vmap): the op on operands whose batch dimension is first ----------------
+# A loop over a batch of states is one loop over the batched state. The carried
+# values that can come to differ between examples (the body mixes batched values
+# into them) are batched from the start; if the condition itself differs between
+# examples, the loop runs while any example's does, and an example whose own
+# condition is false keeps its state (a select), so every carry is batched.
+
+from hlodsl.interpret import depends  # noqa: E402
+from hlodsl.rules import batch_rule, transformations  # noqa: E402
+
+from ._batch import batch_size, dims_for, example_type, settle  # noqa: E402
+
+
+def _or(a, b):
+    from .binary import Or
+
+    return Or()(a, b)
+
+
+@batch_rule.dispatch
+def while_batched(op: While, args: tuple, dims: tuple):
+    from .broadcast import Broadcast
+    from .compare import Select
+    from .reduce import Reduce
+    from ._batch import scalar
+
+    state, sdims = args[0], dims[0]  # the node's one operand: the state tuple
+    size = batch_size(state, sdims)
+    cond, body = op._computations(TupleType(tuple(example_type(a, d)
+                                                  for a, d in zip(state, sdims))))
+    batched = tuple(d is not None for d in sdims)
+    while True:  # which carries can become batched: a fixed point over the body
+        out = depends(body, [batched])
+        grown = tuple(a or b for a, b in zip(batched, out))
+        if grown == batched:
+            break
+        batched = grown
+    if depends(cond, [batched]):
+        batched = tuple(True for _ in batched)
+    in_dims = dims_for(batched)
+    init = settle(tuple(state), sdims, batched, size)
+
+    def run(comp, values):
+        return transformations.batch(comp, [tuple(values)], [in_dims])
+
+    def step(values):
+        new, new_dims = run(body, values)
+        return settle(tuple(new), new_dims, batched, size)
+
+    if not depends(cond, [batched]) or not any(batched):
+        def condition(values):
+            return run(cond, values)[0]
+
+        return While(condition, step)(*init), in_dims
+
+    def going(values):  # each example's own condition, batched
+        p, pd = run(cond, values)
+        return settle(p, pd, True, size)
+
+    def condition(values):
+        return Reduce(_or, (0,))(going(values), scalar(False))
+
+    def masked_step(values):
+        keep_going = going(values)
+        new = step(values)
+        return tuple(Select()(Broadcast(v.shape, (0,))(keep_going), n, v)
+                     for n, v in zip(new, values))
+
+    return While(condition, masked_step)(*init), in_dims

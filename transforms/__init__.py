@@ -12,13 +12,14 @@ handed what it needs (``hlodsl.rules.transformations``, the conversion step of
 from hlodsl import compiler as _compiler
 
 from .autodiff import grad, hessian, hvp, jvp, value_and_grad, vjp
+from .batching import vmap
 from .control import cond, fori_loop, scan, switch, while_loop
 from .custom import custom_jvp, custom_vjp
 from .flow import StaleSourceWarning, convert
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "custom_vjp",
            "custom_jvp", "cond", "switch", "while_loop", "fori_loop", "scan", "convert",
-           "StaleSourceWarning"]
+           "StaleSourceWarning", "vmap"]
 
 # hd.compile converts Python control flow on arrays with this step.
 _compiler.use_conversion(convert)
