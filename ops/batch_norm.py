@@ -153,7 +153,7 @@ def _grad_formula(op, x, scale, mean, variance, grad):
 
 
 @vjp_rule.dispatch
-def _(op: BatchNormTraining, ct, out, x, scale, offset):
+def batch_norm_training_vjp(op: BatchNormTraining, ct, out, x, scale, offset):
     from ._ad import add, full_like, mul, sub
 
     ct_y, ct_mean, ct_var = ct
@@ -168,13 +168,13 @@ def _(op: BatchNormTraining, ct, out, x, scale, offset):
 
 
 @vjp_rule.dispatch
-def _(op: BatchNormInference, ct, out, *args):
+def batch_norm_inference_vjp(op: BatchNormInference, ct, out, *args):
     from ._ad import vjp_through
     return tuple(vjp_through(lambda *a: _inference_formula(op, *a), args, ct))
 
 
 @vjp_rule.dispatch
-def _(op: BatchNormGrad, ct, out, *args):
+def batch_norm_grad_vjp(op: BatchNormGrad, ct, out, *args):
     from ._ad import vjp_through
     return tuple(vjp_through(lambda *a: _grad_formula(op, *a), args, tuple(ct)))
 

@@ -144,28 +144,28 @@ from ._ad import div, full_like, mul, neg  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Add, ct, out, x, y):
+def add_vjp(op: Add, ct, out, x, y):
     return ct, ct
 
 
 @vjp_rule.dispatch
-def _(op: Subtract, ct, out, x, y):
+def subtract_vjp(op: Subtract, ct, out, x, y):
     return ct, neg(ct)
 
 
 @vjp_rule.dispatch
-def _(op: Multiply, ct, out, x, y):
+def multiply_vjp(op: Multiply, ct, out, x, y):
     return mul(ct, y), mul(ct, x)
 
 
 @vjp_rule.dispatch
-def _(op: Divide, ct, out, x, y):
+def divide_vjp(op: Divide, ct, out, x, y):
     ct_x = div(ct, y)
     return ct_x, neg(mul(ct_x, out))
 
 
 @vjp_rule.dispatch
-def _(op: Power, ct, out, x, y):
+def power_vjp(op: Power, ct, out, x, y):
     # d/dx x^y = y x^(y-1); d/dy x^y = log(x) x^y, taken as 0 where x == 0 (as jax does).
     from .compare import Compare, Select
     from .unary import Log
@@ -191,17 +191,17 @@ def _pick(op, ct, x, y, direction):
 
 
 @vjp_rule.dispatch
-def _(op: Maximum, ct, out, x, y):
+def maximum_vjp(op: Maximum, ct, out, x, y):
     return _pick(op, ct, x, y, "GT")
 
 
 @vjp_rule.dispatch
-def _(op: Minimum, ct, out, x, y):
+def minimum_vjp(op: Minimum, ct, out, x, y):
     return _pick(op, ct, x, y, "LT")
 
 
 @vjp_rule.dispatch
-def _(op: Atan2, ct, out, x, y):
+def atan2_vjp(op: Atan2, ct, out, x, y):
     # atan2(x, y): d/dx = y / (x^2 + y^2), d/dy = -x / (x^2 + y^2).
     denom = Add()(mul(x, x), mul(y, y))
     scaled = div(ct, denom)
@@ -209,7 +209,7 @@ def _(op: Atan2, ct, out, x, y):
 
 
 @vjp_rule.dispatch
-def _(op: Remainder, ct, out, x, y):
+def remainder_vjp(op: Remainder, ct, out, x, y):
     # fmod(x, y) = x - trunc(x / y) y.
     from .unary import Abs, Floor, Sign
 

@@ -64,7 +64,7 @@ from ._ad import sum_dims  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Broadcast, ct, out, x):
+def broadcast_vjp(op: Broadcast, ct, out, x):
     # Sum over the new dimensions; what remains is in sorted(dimensions) order.
     summed = sum_dims(ct, tuple(d for d in range(len(op.shape)) if d not in op.dimensions))
     order = sorted(op.dimensions)

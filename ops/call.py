@@ -59,7 +59,7 @@ def _as_tuple(res) -> tuple:
 
 
 @vjp_rule.dispatch
-def _(op: Call, ct, out, *args):
+def call_vjp(op: Call, ct, out, *args):
     n, moving = len(args), [i for i, a in enumerate(args) if inexact(a)]
     if not moving:
         return (None,) * n
@@ -75,7 +75,7 @@ def _(op: Call, ct, out, *args):
 
 
 @jvp_rule.dispatch
-def _(op: Call, tangents: tuple, out, *args):
+def call_jvp(op: Call, tangents: tuple, out, *args):
     n = len(args)
     if all(t is None for t in tangents):
         return None

@@ -83,7 +83,7 @@ def _phi(x):
 
 
 @vjp_rule.dispatch
-def _(op: Cholesky, ct, out, a):
+def cholesky_vjp(op: Cholesky, ct, out, a):
     from ._ad import add
     from .triangular_solve import TriangularSolve, conj, matmul, matrix_transpose, triangle
 

@@ -37,7 +37,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Clamp, ct, out, lo, x, hi):
+def clamp_vjp(op: Clamp, ct, out, lo, x, hi):
     # As jax: x takes ct where lo < x < hi, lo where lo > x (and lo < hi), hi where
     # hi < x; at a tie nobody does. Scalar bounds sum what reaches them.
     from ._ad import full_like, sum_to

@@ -222,7 +222,7 @@ from hlodsl.rules import register_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: AllReduce, ct, out, x):
+def all_reduce_vjp(op: AllReduce, ct, out, x):
     from .reduce import reduction_kind
 
     if reduction_kind(op, x.dtype) != "add":

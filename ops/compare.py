@@ -111,7 +111,7 @@ nondifferentiable(Compare)
 
 
 @vjp_rule.dispatch
-def _(op: Select, ct, out, p, t, f):
+def select_vjp(op: Select, ct, out, p, t, f):
     from ._ad import full_like
 
     zero = full_like(ct, 0)

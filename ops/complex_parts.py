@@ -71,20 +71,20 @@ def _zeros(x):
 
 
 @vjp_rule.dispatch
-def _(op: Complex, ct, out, re, im):
+def complex_vjp(op: Complex, ct, out, re, im):
     from ._ad import neg
     return Real()(ct), neg(Imag()(ct))
 
 
 @vjp_rule.dispatch
-def _(op: Real, ct, out, z):
+def real_vjp(op: Real, ct, out, z):
     if not issubclass(z.dtype, ComplexFloating):
         return (ct,)
     return (Complex()(ct, _zeros(ct)),)
 
 
 @vjp_rule.dispatch
-def _(op: Imag, ct, out, z):
+def imag_vjp(op: Imag, ct, out, z):
     from ._ad import neg
 
     if not issubclass(z.dtype, ComplexFloating):

@@ -65,7 +65,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Concatenate, ct, out, *xs):
+def concatenate_vjp(op: Concatenate, ct, out, *xs):
     # Each operand takes back its own stretch of ct along the dimension.
     from .slice import Slice
 

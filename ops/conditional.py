@@ -185,7 +185,7 @@ def _regroup(op: Conditional, new_branches, selector, operands):
 
 
 @vjp_rule.dispatch
-def _(op: Conditional, ct, out, selector, *flat):
+def conditional_vjp(op: Conditional, ct, out, selector, *flat):
     from ._ad import vjp_through
 
     groups = [_leaves(g) for g in op._group(flat)]
@@ -220,7 +220,7 @@ def _(op: Conditional, ct, out, selector, *flat):
 
 
 @jvp_rule.dispatch
-def _(op: Conditional, tangents: tuple, out, selector, *flat):
+def conditional_jvp(op: Conditional, tangents: tuple, out, selector, *flat):
     from ._ad import jvp_through
 
     if all(t is None for t in tangents[1:]):

@@ -57,7 +57,7 @@ from hlodsl.dtypes import Inexact  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Convert, ct, out, x):
+def convert_vjp(op: Convert, ct, out, x):
     # Back to the operand's type; integer and bool operands take no cotangent.
     if not issubclass(x.dtype, Inexact) or not issubclass(out.dtype, Inexact):
         return (None,)

@@ -288,7 +288,7 @@ def _conv_ct_rhs(op: Convolution, ct, lhs, rhs):
 
 
 @vjp_rule.dispatch
-def _(op: Convolution, ct, out, lhs, rhs):
+def convolution_vjp(op: Convolution, ct, out, lhs, rhs):
     from .convert import Convert
     from ._ad import zeros_like_array
 
@@ -307,7 +307,7 @@ def _(op: Convolution, ct, out, lhs, rhs):
 
 
 @jvp_rule.dispatch
-def _(op: Convolution, tangents: tuple, out, *args):
+def convolution_jvp(op: Convolution, tangents: tuple, out, *args):
     # Bilinear: d(lhs * rhs) = dlhs * rhs + lhs * drhs.
     from ._ad import add
 

@@ -29,7 +29,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Copy, ct, out, x):
+def copy_vjp(op: Copy, ct, out, x):
     return (ct,)
 
 

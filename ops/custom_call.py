@@ -142,7 +142,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: CustomCall, ct, out, *args):
+def custom_call_vjp(op: CustomCall, ct, out, *args):
     raise NotImplementedError(
         f"no derivative rule for {op!r} (operand types "
         f"{', '.join(str(a.type) for a in args)}): a custom-call target is opaque native "

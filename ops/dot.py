@@ -137,7 +137,7 @@ def _dot_transpose(op: Dot, ct, other, mine_rank, mine_c, mine_b, other_c, other
 
 
 @vjp_rule.dispatch
-def _(op: Dot, ct, out, lhs, rhs):
+def dot_vjp(op: Dot, ct, out, lhs, rhs):
     from .convert import Convert
 
     nb = len(op.lhs_batch)

@@ -104,7 +104,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: DynamicSlice, ct, out, x, *starts):
+def dynamic_slice_vjp(op: DynamicSlice, ct, out, x, *starts):
     # ct written into zeros at the same (equally clamped) starts; indices take none.
     from ._ad import full_like
 
@@ -112,7 +112,7 @@ def _(op: DynamicSlice, ct, out, x, *starts):
 
 
 @vjp_rule.dispatch
-def _(op: DynamicUpdateSlice, ct, out, x, update, *starts):
+def dynamic_update_slice_vjp(op: DynamicUpdateSlice, ct, out, x, update, *starts):
     # The operand's ct is ct with the overwritten window zeroed; the update's is that window.
     from ._ad import full_like
 

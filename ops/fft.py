@@ -96,7 +96,7 @@ from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Fft, ct, out, x):
+def fft_vjp(op: Fft, ct, out, x):
     from hlodsl.array import array
 
     from .broadcast import Broadcast
@@ -123,7 +123,7 @@ def _(op: Fft, ct, out, x):
 
 
 @jvp_rule.dispatch
-def _(op: Fft, tangents: tuple, out, *args):
+def fft_jvp(op: Fft, tangents: tuple, out, *args):
     return None if tangents[0] is None else op(tangents[0])
 
 

@@ -207,7 +207,7 @@ def starts_in_bounds(indices, index_vector_dim: int, start_index_map, operand_sh
 
 
 @vjp_rule.dispatch
-def _(op: Gather, ct, out, x, indices):
+def gather_vjp(op: Gather, ct, out, x, indices):
     # Scatter-add ct into zeros at the starts gather used (clamped, so none is skipped).
     from ._ad import full_like
     from .scatter import Scatter

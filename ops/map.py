@@ -89,7 +89,7 @@ class MapPullback:
 
 
 @vjp_rule.dispatch
-def _(op: Map, ct, out, *xs):
+def map_vjp(op: Map, ct, out, *xs):
     return tuple(Map(MapPullback(op.computation, i))(*xs, ct)
                  if issubclass(x.dtype, Inexact) else None for i, x in enumerate(xs))
 

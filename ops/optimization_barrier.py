@@ -55,14 +55,14 @@ from hlodsl.dtypes import Inexact  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: OptimizationBarrier, ct, out, *values):
+def optimization_barrier_vjp(op: OptimizationBarrier, ct, out, *values):
     # The identity on each value; tokens and integer values take no cotangent.
     return tuple(c if isinstance(v, Array) and issubclass(v.dtype, Inexact) else None
                  for c, v in zip(ct, values))
 
 
 @jvp_rule.dispatch
-def _(op: OptimizationBarrier, tangents: tuple, out, *values):
+def optimization_barrier_jvp(op: OptimizationBarrier, tangents: tuple, out, *values):
     return tuple(tangents)
 
 

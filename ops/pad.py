@@ -89,7 +89,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Pad, ct, out, x, value):
+def pad_vjp(op: Pad, ct, out, x, value):
     # The operand's ct: undo the edge padding (a crop becomes a zero pad), then take
     # every (interior + 1)-th element. The padding value's: the sum of ct over the
     # padded positions, i.e. the total of ct less the total of the operand's part.

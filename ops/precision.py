@@ -65,7 +65,7 @@ nondifferentiable(RoundNearestAfz)
 
 
 @vjp_rule.dispatch
-def _(op: ReducePrecision, ct, out, x):
+def reduce_precision_vjp(op: ReducePrecision, ct, out, x):
     # As jax: treated as the identity, with the cotangent rounded the same way.
     return (op(ct),)
 

@@ -198,7 +198,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Reduce, ct, out, *args):
+def reduce_vjp(op: Reduce, ct, out, *args):
     from .broadcast import Broadcast
     from .compare import Compare, Select
     from ._ad import div, full_like, mul, sum_dims

@@ -320,7 +320,7 @@ def _sum_window_transpose(op: ReduceWindow, ct, x):
 
 
 @vjp_rule.dispatch
-def _(op: ReduceWindow, ct, out, *args):
+def reduce_window_vjp(op: ReduceWindow, ct, out, *args):
     from .select_and_scatter import SelectAndScatter
     from ._ad import sum_dims
 
@@ -337,7 +337,7 @@ def _(op: ReduceWindow, ct, out, *args):
 
 
 @jvp_rule.dispatch
-def _(op: ReduceWindow, tangents: tuple, out, *args):
+def reduce_window_jvp(op: ReduceWindow, tangents: tuple, out, *args):
     from .select_and_scatter import select_gather
     from ._ad import zeros_like_array
 

@@ -67,12 +67,12 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Reshape, ct, out, x):
+def reshape_vjp(op: Reshape, ct, out, x):
     return (Reshape(x.shape)(ct),)
 
 
 @vjp_rule.dispatch
-def _(op: Transpose, ct, out, x):
+def transpose_vjp(op: Transpose, ct, out, x):
     inverse = tuple(sorted(range(len(op.permutation)), key=op.permutation.__getitem__))
     return (Transpose(inverse)(ct),)
 

@@ -45,7 +45,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Reverse, ct, out, x):
+def reverse_vjp(op: Reverse, ct, out, x):
     return (Reverse(op.dimensions)(ct),)
 
 

@@ -190,7 +190,7 @@ def _window_gather(op: Scatter, operand_shape, updates_shape):
 
 
 @vjp_rule.dispatch
-def _(op: Scatter, ct, out, *args):
+def scatter_vjp(op: Scatter, ct, out, *args):
     # As jax's scatter-add transpose and scatter (overwrite) jvp, with XLA's rule that
     # a window reaching outside the operand is skipped: such updates take zero.
     from ._ad import full_like

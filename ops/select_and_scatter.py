@@ -158,7 +158,7 @@ class _AsReduce:
 
 
 @vjp_rule.dispatch
-def _(op: SelectAndScatter, ct, out, operand, source, init):
+def select_and_scatter_vjp(op: SelectAndScatter, ct, out, operand, source, init):
     from ._ad import sum_dims
 
     _scatter_kind(op, ct.dtype)
@@ -173,7 +173,7 @@ def _(op: SelectAndScatter, ct, out, operand, source, init):
 
 
 @jvp_rule.dispatch
-def _(op: SelectAndScatter, tangents: tuple, out, *args):
+def select_and_scatter_jvp(op: SelectAndScatter, tangents: tuple, out, *args):
     # Linear in (source, init): the same op on their tangents.
     from ._ad import zeros_like_array
 

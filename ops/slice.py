@@ -75,7 +75,7 @@ from hlodsl.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Slice, ct, out, x):
+def slice_vjp(op: Slice, ct, out, x):
     # The transpose of a strided window: ct spread back with (stride - 1) zeros
     # between its elements and zeros around them, i.e. ct padded.
     import numpy as np

@@ -153,7 +153,7 @@ def _permutation(op: Sort, xs):
 
 
 @vjp_rule.dispatch
-def _(op: Sort, ct, out, *xs):
+def sort_vjp(op: Sort, ct, out, *xs):
     # Every cotangent goes back to where its element came from.
     from hlodsl.dtypes import Inexact
 
@@ -164,7 +164,7 @@ def _(op: Sort, ct, out, *xs):
 
 
 @jvp_rule.dispatch
-def _(op: Sort, tangents: tuple, out, *xs):
+def sort_jvp(op: Sort, tangents: tuple, out, *xs):
     # Tangents are permuted as their values were (also the rule for integer operands,
     # whose results the transposed vjp_rule cannot take as primals).
     perm = _permutation(op, xs)

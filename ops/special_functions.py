@@ -135,7 +135,7 @@ from ._ad import full_like, mul  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: Erf, ct, out, x):
+def erf_vjp(op: Erf, ct, out, x):
     # d/dx erf(x) = 2 / sqrt(pi) * exp(-x^2)
     slope = mul(full_like(x, 2 / np.sqrt(np.pi)), u.Exp()(u.Negate()(mul(x, x))))
     return (mul(ct, slope),)

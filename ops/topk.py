@@ -72,7 +72,7 @@ from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: TopK, ct, out, x):
+def top_k_vjp(op: TopK, ct, out, x):
     # The values' cotangent goes back to the positions they were taken from.
     from .sort import scatter_along
 
@@ -80,7 +80,7 @@ def _(op: TopK, ct, out, x):
 
 
 @jvp_rule.dispatch
-def _(op: TopK, tangents: tuple, out, x):
+def top_k_jvp(op: TopK, tangents: tuple, out, x):
     # The tangent at the chosen positions (the int indices take none).
     from .sort import take_along
 

@@ -132,7 +132,7 @@ def triangle(x, lower: bool, strict: bool = False):
 
 
 @vjp_rule.dispatch
-def _(op: TriangularSolve, ct, out, a, b):
+def triangular_solve_vjp(op: TriangularSolve, ct, out, a, b):
     from ._ad import neg
 
     # ct_b solves with T^T: transposing op(a) maps NO <-> TRANSPOSE, and ADJOINT

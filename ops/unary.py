@@ -213,7 +213,7 @@ _rule(Tan, lambda x, out: add(full_like(out, 1), mul(out, out)))
 
 
 @vjp_rule.dispatch
-def _(op: Abs, ct, out, x):
+def abs_vjp(op: Abs, ct, out, x):
     # ct where x >= 0, -ct below: at 0 the derivative is taken as +1, as jax does.
     # Complex x: ct * conj(x) / |x|, and 0 at x = 0 (jax's, under its pairing re(u v)).
     from .compare import Compare, Select
@@ -230,7 +230,7 @@ def _(op: Abs, ct, out, x):
 
 
 @vjp_rule.dispatch
-def _(op: Negate, ct, out, x):
+def negate_vjp(op: Negate, ct, out, x):
     return (neg(ct),)
 
 

@@ -96,14 +96,14 @@ from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
-def _(op: While, ct, out, *state):
+def while_vjp(op: While, ct, out, *state):
     raise NotImplementedError(
         f"{op!r}: reverse-mode through a While with a data-dependent trip count is not "
         "supported; use hd.fori_loop/hd.scan with static bounds")
 
 
 @jvp_rule.dispatch
-def _(op: While, tangents: tuple, out, *state):
+def while_jvp(op: While, tangents: tuple, out, *state):
     from ._ad import jvp_through
 
     from ._ad import zeros_like_array

@@ -17,3 +17,13 @@ def test_every_library_op_has_a_derivative_rule_or_is_declared_nondifferentiable
     missing = sorted(cls.__name__ for cls in library_ops().values()
                      if cls not in STRUCTURAL and not has_derivative(cls))
     assert not missing, f"ops without vjp_rule/jvp_rule or nondifferentiable(): {missing}"
+
+
+def test_every_rule_has_a_name_of_its_own():
+    """Rules show up in tracebacks and plum's ambiguity errors: no function called ``_``."""
+    from hlodsl.rules import batch_rule, jvp_rule, vjp_rule
+
+    unnamed = sorted(f"{generic.__name__} for {m.signature.types[0].__name__}"
+                     for generic in (vjp_rule, jvp_rule, batch_rule) for m in generic.methods
+                     if m.implementation.__name__ in ("_", "<lambda>", "rule"))
+    assert not unnamed, f"rules without a name of their own: {unnamed}"
