@@ -17,7 +17,6 @@ from .settings import config
 from .errors import staging_error
 from .graph import Builder, Computation
 from .tree import LEAF, flatten, unflatten
-from .types import ArrayType
 
 __all__ = ["stage", "stage_types", "Staged", "stage_computation", "stats"]
 

@@ -102,7 +102,6 @@ def call_jvp(op: Call, tangents: tuple, out, *args):
 
 
 from hlodsl.rules import batch_rule, transformations  # noqa: E402
-from hlodsl.staging import stage_computation  # noqa: E402
 from hlodsl.types import ArrayType  # noqa: E402
 
 

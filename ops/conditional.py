@@ -263,7 +263,6 @@ def conditional_jvp(op: Conditional, tangents: tuple, out, selector, *flat):
 
 from hlodsl.interpret import depends  # noqa: E402
 from hlodsl.rules import batch_rule, transformations  # noqa: E402
-from hlodsl.staging import stage_computation  # noqa: E402
 
 from ._batch import batch_size, dims_for, example_type, settle  # noqa: E402
 
@@ -286,9 +285,9 @@ def _flags(dims):
 
 @batch_rule.dispatch
 def conditional_batched(op: Conditional, args: tuple, dims: tuple):
-    from .compare import Compare, Select
+    from .compare import Compare
     from .broadcast import Broadcast
-    from ._batch import leaves_with_dims, scalar
+    from ._batch import scalar
 
     selector, operands = args[0], args[1:]
     size = batch_size(args, dims)

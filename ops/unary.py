@@ -242,7 +242,7 @@ nondifferentiable(Sign, Floor, Ceil, RoundNearestEven, Not, IsFinite)
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.rules import batch_rule  # noqa: E402
 
 from ._batch import elementwise_rule  # noqa: E402
 

@@ -39,7 +39,7 @@ import attrs
 
 from hlodsl.array import Array
 from hlodsl.context import STATE
-from hlodsl.graph import Computation, current_builder
+from hlodsl.graph import Computation
 from hlodsl.ops import Broadcast, Transpose
 from hlodsl.rules import batch_rule, transformations
 from hlodsl.structural import GetTupleElement, Parameter, Tuple
@@ -48,7 +48,7 @@ from hlodsl.types import ArrayType
 
 from .body import Body
 from .eager import eager, run_eagerly
-from .structures import error, flatten_lifting, leaf_paths, name_of, show, types_of
+from .structures import error, flatten_lifting, leaf_paths, name_of, show
 
 __all__ = ["vmap", "batch_computation"]
 
