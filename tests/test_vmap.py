@@ -479,3 +479,17 @@ def test_vmap_of_a_newton_solver_loop_equals_the_loop():
     np.testing.assert_allclose(got, np.sqrt(a), rtol=1e-6)
     loop = np.stack([np.asarray(newton_sqrt(hd.array(v))) for v in a])
     np.testing.assert_allclose(got, loop, rtol=1e-7)
+
+
+def _clip_by_norm(x):
+    n = xp.sqrt(xp.sum(x * x))
+    if n > 1:
+        x = x / n
+    return x
+
+
+def test_python_control_flow_in_the_mapped_function_is_converted():
+    xs = np.float32([[3, 4], [0.3, 0.4], [0, 2]])
+    got = np.asarray(hd.vmap(_clip_by_norm)(hd.array(xs)))
+    loop = np.stack([np.asarray(_clip_by_norm(hd.array(x))) for x in xs])
+    np.testing.assert_allclose(got, loop, rtol=1e-6)

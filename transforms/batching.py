@@ -48,6 +48,7 @@ from hlodsl.types import ArrayType
 
 from .body import Body
 from .eager import eager, run_eagerly
+from .flow import convert
 from .structures import error, flatten_lifting, leaf_paths, name_of, show
 
 __all__ = ["vmap", "batch_computation"]
@@ -148,7 +149,9 @@ def _check_axes_spec(what: str, spec) -> None:
 # -- the call -----------------------------------------------------------------------------
 
 def _vmap_call(fn: _Fn, in_spec: _Spec, out_spec: _Spec, axis_size, args, kwargs):
-    f, name = fn.fn, name_of(fn.fn)
+    # f is staged on symbolic examples: its Python control flow on them is converted,
+    # as hd.compile converts the functions it stages.
+    f, name = convert(fn.fn), name_of(fn.fn)
     leaves, treedef = flatten((args, kwargs))
     axes = _leaf_axes(in_spec.value, args, kwargs, name)
     paths = _arg_paths(f, treedef)
