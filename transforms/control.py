@@ -42,7 +42,7 @@ from hlodsl.dtypes import Integer, int32
 from hlodsl.dtypes import pred as pred_dtype
 from hlodsl.errors import ShapeError
 from hlodsl.structural import Constant
-from hlodsl.tree import LEAF, unflatten
+from hlodsl.tree import LEAF, _Static, unflatten
 from hlodsl.types import ArrayType
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
@@ -68,6 +68,9 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any):
     (hlodsl.Array[float32, (2,)]([2., 4.]), hlodsl.Array[float32, (2,)]([-1., -2.]))
     """
     _check_callables("cond", true_fn=true_fn, false_fn=false_fn)
+    for what, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
+        _check_arity("cond", what, fn, len(operands),
+                     f"{what}(*operands) with {len(operands)} operand(s)")
     if isinstance(pred, (bool, np.bool_)):
         return (true_fn if pred else false_fn)(*operands)
     if not isinstance(pred, Array):
@@ -111,6 +114,9 @@ def switch(index: Any, branches, *operands: Any):
     if not branches:
         raise error(ValueError, "switch: needs at least one branch")
     _check_callables("switch", **{f"branches[{i}]": f for i, f in enumerate(branches)})
+    for i, fn in enumerate(branches):
+        _check_arity("switch", f"branches[{i}]", fn, len(operands),
+                     f"branches[{i}](*operands) with {len(operands)} operand(s)")
     if _is_static_int(index):
         return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
     if not isinstance(index, Array):
@@ -147,6 +153,8 @@ def while_loop(cond_fn: Callable, body_fn: Callable, init: Any):
     hlodsl.Array[int32, ()](111)
     """
     _check_callables("while_loop", cond_fn=cond_fn, body_fn=body_fn)
+    for what, fn in (("cond_fn", cond_fn), ("body_fn", body_fn)):
+        _check_arity("while_loop", what, fn, 1, f"{what}(state)")
     if eager():
         return run_eagerly(_while_staged, "while_loop", cond_fn, body_fn, init)
     return _while_staged(cond_fn, body_fn, init)
@@ -172,6 +180,7 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable, init: Any):
     hlodsl.Array[float32, ()](1024.)
     """
     _check_callables("fori_loop", body_fn=body_fn)
+    _check_arity("fori_loop", "body_fn", fn=body_fn, n=2, call="body_fn(i, carry)")
     check = _carry_checker("fori_loop", "body_fn", "init", init)
     if _is_static_int(lower) and _is_static_int(upper):
         start = np.asarray(lower, _index_dtype(lower, upper))
@@ -220,6 +229,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     hlodsl.Array[float32, (4,)]([10.,  9.,  7.,  4.])
     """
     _check_callables("scan", f=f)
+    _check_arity("scan", "f", f, 2, "f(carry, x)")
     if length is not None and (not _is_static_int(length) or int(length) < 0):
         raise error(ValueError, f"scan: length must be a non-negative Python int, "
                                 f"got {length!r}")
@@ -320,7 +330,27 @@ def _scan_capturing(f, init, xs, length, reverse):
     return (unflatten(c_tree, final[1:1 + nc]), unflatten(y_tree, final[ny0:])), captured
 
 
+def _described(value) -> str:
+    """A Python value for a message: its type and (short) repr."""
+    text = repr(value)
+    return f"a {type(value).__name__} ({text if len(text) < 60 else text[:57] + '...'})"
+
+
+def _static_values(tree) -> list:
+    """The non-array values (other than None) a treedef holds."""
+    if isinstance(tree, _Static):
+        return [] if tree.value is None else [tree.value]
+    if tree is LEAF or not isinstance(tree, tuple):
+        return []
+    return [v for part in tree[1:] for child in (part if isinstance(part, tuple) else ())
+            for v in _static_values(child)]
+
+
 def _scan_length(leaves, tree, length):
+    bad = _static_values(tree)
+    if bad:
+        raise error(TypeError, f"scan: xs must be an array or a structure of arrays (or None, "
+                               f"with length), but it holds {_described(bad[0])}")
     paths = leaf_paths(tree, "xs")
     for path, a in zip(paths, leaves):
         if a.ndim == 0:
@@ -377,6 +407,13 @@ def _branches_staged(who: str, selector, branches: tuple, operands: tuple):
     out_types = types_of(first)
     for name, (_, out, t) in zip(names[1:], staged[1:]):
         if (t, types_of(out)) != (out_tree, out_types):
+            python = _static_values(out_tree) + _static_values(t)
+            if python:
+                raise error(TypeError, f"{who}: {names[0]} returns "
+                                       f"{show(out_tree, out_types)}, {name} returns "
+                                       f"{show(t, types_of(out))}: the branches must return "
+                                       "arrays (or the same Python values), and "
+                                       f"{_described(python[0])} differs between them")
             raise error(ShapeError, f"{who}: the branches must return the same structure "
                                     f"and types: {names[0]} returns "
                                     f"{show(out_tree, out_types)}, {name} returns "
@@ -402,6 +439,9 @@ def _branches_staged(who: str, selector, branches: tuple, operands: tuple):
 def _while_staged(cond_fn, body_fn, init):
     ops = _ops()
     leaves, tree = flatten_lifting(init)
+    if not leaves:
+        raise error(TypeError, f"while_loop: init must hold at least one array or number to "
+                               f"carry through the loop, got {_described(init)}")
     types = types_of(leaves)
     n = len(leaves)
     test, c_out, c_tree = _stage_function(cond_fn, lambda *ls: cond_fn(unflatten(tree, ls)),
@@ -428,6 +468,22 @@ def _ops():
     from hlodsl import ops
 
     return ops
+
+
+def _check_arity(who: str, what: str, fn: Callable, n: int, call: str) -> None:
+    """A function that cannot take the ``n`` arguments control flow passes it is an error
+    naming the combinator and the function, before anything is staged."""
+    import inspect
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins: let the call speak
+        return
+    try:
+        signature.bind(*([None] * n))
+    except TypeError:
+        raise error(TypeError, f"{who}: {what}{signature} cannot take the {n} argument(s) "
+                               f"{who} passes it: it is called as {call}") from None
 
 
 def _check_callables(who: str, **fns) -> None:

@@ -90,8 +90,9 @@ def _has(nodes, kinds, into_loops: bool = True) -> bool:
     return any(isinstance(n, kinds) for n in _own(nodes, into_loops))
 
 
-def _deletes(nodes) -> bool:
-    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del) for n in _own(nodes))
+def _deletes(nodes) -> list[str]:
+    """The variables ``nodes`` delete (``del x``), in order."""
+    return [n.id for n in _own(nodes) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)]
 
 
 def _ends_with_return(block) -> bool:
@@ -458,8 +459,9 @@ class Converter:
                    "(one with a `return` in it)"
         if any(isinstance(x, ast.Raise) for x in s.body + s.orelse):
             return "raises an exception in a branch"
-        if _deletes(s.body + s.orelse):
-            return "deletes a variable"
+        deleted = _deletes(s.body + s.orelse)
+        if deleted:
+            return f"deletes the variable '{deleted[0]}' (del)"
         return None
 
     def loop_reason(self, loop) -> str | None:
@@ -468,8 +470,9 @@ class Converter:
             return outside
         if _has(loop.body, ast.Return):
             return "contains a `return`"
-        if _deletes(loop.body):
-            return "deletes a variable"
+        deleted = _deletes(loop.body)
+        if deleted:
+            return f"deletes the variable '{deleted[0]}' (del)"
         return None
 
     def while_stmt(self, s: ast.While, depth: int) -> list:
