@@ -8,6 +8,8 @@ hlodsl.Array[float32, (2,)]([4., 7.])
 
 from __future__ import annotations
 
+import operator
+
 from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
@@ -44,17 +46,40 @@ def _raise(what: str, shown: list[str], dim: int):
     )
 
 
-def broadcast_shapes(*shapes, what: str = "broadcast_shapes") -> tuple[int, ...]:
-    """numpy's broadcast of several shapes, or a ShapeError naming them all."""
+def broadcast_shapes(*shapes, what: str = "broadcast_shapes", operands=None) -> tuple[int, ...]:
+    """numpy's broadcast of several shapes, or a ShapeError naming them all.
+
+    ``operands`` (the arrays' types, say) are shown in the error where the
+    shapes are only parts of them (the batch dimensions of ``matmul``).
+    """
     shape, dim = _broadcast_shape(shapes)
     if shape is None:
-        _raise(what, [str(tuple(s)) for s in shapes], dim)
+        shown = [str(tuple(s)) for s in shapes]
+        if operands is not None:
+            shown = [f"{s} (batch dimensions of {o})" for s, o in zip(shown, operands)]
+        _raise(what, shown, dim)
     return shape
+
+
+def _static_shape(shape, what: str) -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of ints) as a tuple of non-negative ints."""
+    try:
+        many = not isinstance(shape, str) and hasattr(shape, "__len__")
+        dims = tuple(operator.index(d) for d in (tuple(shape) if many else (shape,)))
+    except TypeError:
+        loc = user_location()
+        raise TypeError(f"{what}: shape must be a static int or a sequence of ints, got "
+                        f"{shape!r}" + (f"\n  at {loc}" if loc else "")) from None
+    if any(d < 0 for d in dims):
+        loc = user_location()
+        raise ValueError(f"{what}: shape {dims} must be non-negative (every dimension >= 0)"
+                         + (f"\n  at {loc}" if loc else ""))
+    return dims
 
 
 def broadcast_to(x: Array, shape):
     """``x`` broadcast to ``shape`` by numpy's rules (a reshape then an HLO broadcast)."""
-    shape = tuple(shape)
+    shape = _static_shape(shape, "broadcast_to")
     if x.shape == shape:
         return x
     broadcast_shapes(x.shape, shape, what="broadcast_to")

@@ -37,7 +37,7 @@ from hlodsl.dtypes import (
 
 from .broadcasting import broadcast_to
 from .data_types import scalar_default
-from .manipulation import as_int, as_ints, fail, stack
+from .manipulation import as_dtype, as_int, as_ints, fail, stack
 from .promotion import ArrayLike, lift, promote, truth
 
 __all__ = [
@@ -53,8 +53,8 @@ def _shape(shape, what: str) -> tuple[int, ...]:
     return shape
 
 
-def _dtype(dtype, default):
-    return default if dtype is None else element_type(dtype)
+def _dtype(dtype, default, what: str = "full"):
+    return default if dtype is None else as_dtype(dtype, what)
 
 
 def _scalar_dtype(value):
@@ -102,7 +102,7 @@ def asarray(obj, dtype=None, copy=None, device=None):
        [3., 4.]])
     """
     _check_device(device, "asarray")
-    dt = None if dtype is None else element_type(dtype)
+    dt = None if dtype is None else as_dtype(dtype, "asarray")
     if isinstance(obj, Array):
         if dt is None or dt is obj.dtype:
             return obj
@@ -118,7 +118,29 @@ def asarray(obj, dtype=None, copy=None, device=None):
     if copy is False and isinstance(obj, (np.ndarray, np.generic)):
         raise fail(ValueError, "asarray: a numpy array must be copied to the device, but "
                                "copy=False")
-    return array(np.asarray(obj, dtype=None if dt is None else dt.np_dtype))
+    try:
+        data = np.asarray(obj, dtype=None if dt is None else dt.np_dtype)
+    except ValueError as e:
+        if "inhomogeneous" in str(e):
+            raise fail(ValueError, f"asarray: ragged nested sequence {_short(obj)} (its "
+                                   "inhomogeneous shape has no array); nested lists must be "
+                                   "rectangular, each level of the same length") from None
+        raise fail(ValueError, f"asarray: cannot convert {type(obj).__name__} {_short(obj)} to "
+                               f"{'an array' if dt is None else dt.__name__}") from None
+    except TypeError:
+        raise fail(TypeError, f"asarray: cannot convert {type(obj).__name__} {_short(obj)} to an "
+                              "array; give a number, a bool, a (nested) sequence of them or an "
+                              "array") from None
+    try:
+        return array(data)
+    except TypeError as e:
+        raise fail(TypeError, f"asarray: {type(obj).__name__} {_short(obj)} has no array "
+                              f"element type ({e})") from None
+
+
+def _short(obj) -> str:
+    text = repr(obj)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
@@ -140,6 +162,9 @@ def from_dlpack(x, /, *, device=None, copy=None):
     from hlodsl.types import ArrayType
 
     _check_device(device, "from_dlpack")
+    if copy is not None and not isinstance(copy, bool):
+        raise fail(TypeError, f"from_dlpack: copy must be True, False or None, got "
+                              f"{type(copy).__name__} {copy!r}")
     if not hasattr(x, "__dlpack__"):
         raise fail(TypeError, f"from_dlpack: {type(x).__name__} does not implement the DLPack "
                               "protocol (__dlpack__)")
@@ -183,7 +208,7 @@ def zeros(shape, dtype=None, device=None):
     hlodsl.Array[float64, (2,)]([0., 0.])
     """
     _check_device(device, "zeros")
-    return full(shape, 0, _dtype(dtype, float64))
+    return full(_shape(shape, "zeros"), 0, _dtype(dtype, float64, "zeros"))
 
 
 @dispatch
@@ -195,7 +220,7 @@ def ones(shape, dtype=None, device=None):
     hlodsl.Array[int8, (1, 2)]([[1, 1]])
     """
     _check_device(device, "ones")
-    return full(shape, 1, _dtype(dtype, float64))
+    return full(_shape(shape, "ones"), 1, _dtype(dtype, float64, "ones"))
 
 
 @dispatch
@@ -206,7 +231,7 @@ def empty(shape, dtype=None, device=None):
     hlodsl.Array[float64, (0,)]([])
     """
     _check_device(device, "empty")
-    return zeros(shape, dtype)
+    return full(_shape(shape, "empty"), 0, _dtype(dtype, float64, "empty"))
 
 
 @dispatch
@@ -219,7 +244,7 @@ def full_like(x: ArrayLike, fill_value, dtype=None, device=None):
     """
     _check_device(device, "full_like")
     x = asarray(x)
-    return full(x.shape, fill_value, _dtype(dtype, x.dtype))
+    return full(x.shape, fill_value, _dtype(dtype, x.dtype, "full_like"))
 
 
 @dispatch
@@ -314,7 +339,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
                                "finite")
     n = max(math.ceil(length), 0)
     floats = any(not isinstance(v, numbers.Integral) for v in (start, stop, step))
-    dt = _dtype(dtype, float64 if floats else int64)
+    dt = _dtype(dtype, float64 if floats else int64, "arange")
     if issubclass(dt, Bool) and n > 2:
         raise fail(ValueError, f"arange: a bool range has at most 2 elements, not {n}")
     if n == 0:
@@ -359,7 +384,7 @@ def linspace(start, stop, num, dtype=None, endpoint=True, device=None):
             raise fail(TypeError, f"linspace: {name} must be a static number, got "
                                   f"{type(v).__name__} {v!r}")
     wd = element_type(np.result_type(start, stop, float(num)))
-    dt = _dtype(dtype, wd)
+    dt = _dtype(dtype, wd, "linspace")
     div = num - 1 if endpoint else num
     delta = np.subtract(stop, start, dtype=wd.np_dtype)
     m = num - 1 if endpoint and num > 1 else num  # the elements computed; stop is appended
@@ -414,7 +439,7 @@ def eye(n_rows, n_cols=None, k=0, dtype=None, device=None):
     m = n if n_cols is None else as_int(n_cols, "eye", "n_cols")
     shape = _shape((n, m), "eye")
     mask = _diagonal_mask(shape, as_int(k, "eye", "k"), "EQ")
-    return lift(mask, _dtype(dtype, float64))
+    return lift(mask, _dtype(dtype, float64, "eye"))
 
 
 def _triangle(x, k, direction: str, what: str):

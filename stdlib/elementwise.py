@@ -15,13 +15,19 @@ hlodsl.Array[float32, ()](1.)
 """
 
 
+import numpy as np
+
 from hlodsl import ops
+from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
-    Bool, ComplexFloating, Inexact, Integer, UnsignedInteger, float64, pred,
+    Bool, ComplexFloating, Floating, Inexact, Integer, UnsignedInteger, element_type, float64,
+    pred,
 )
 
 from .broadcasting import ELEMENTWISE, broadcast_arrays
+from .data_types import scalar_default
+from .manipulation import fail
 from .promotion import ArrayLike, lift, truth
 
 __all__ = [
@@ -42,8 +48,31 @@ def _generic(name: str, impl, doc: str):
     return fn
 
 
-def _binary(name: str, op, doc: str, true_division: bool = False):
+def _element_type_of(x):
+    if isinstance(x, Array):
+        return x.dtype
+    if isinstance(x, (np.ndarray, np.generic)):
+        return element_type(x.dtype)
+    return scalar_default(x)
+
+
+def check_kinds(name: str, xs, kinds, allowed: str) -> None:
+    """A TypeError naming ``name`` and the operands unless every element type is one of ``kinds``.
+
+    Checked before promotion, so the message shows the types the user passed.
+    """
+    if all(issubclass(_element_type_of(x), kinds) for x in xs):
+        return
+    shown = ", ".join(str(x.type) if isinstance(x, Array) else f"{type(x).__name__} {x!r}"
+                      for x in xs)
+    raise fail(TypeError, f"{name}: operands must be {allowed}, got {shown}")
+
+
+def _binary(name: str, op, doc: str, true_division: bool = False, kinds=None,
+            allowed: str = ""):
     def impl(x: ArrayLike, y: ArrayLike):
+        if kinds is not None:
+            check_kinds(name, (x, y), kinds, allowed)
         x, y = broadcast_arrays(x, y, what=name)
         if true_division and issubclass(x.dtype, (Integer, Bool)):
             x, y = lift(x, float64), lift(y, float64)
@@ -52,8 +81,10 @@ def _binary(name: str, op, doc: str, true_division: bool = False):
     return _generic(name, impl, doc)
 
 
-def _unary(name: str, op, doc: str, inexact: bool = False):
+def _unary(name: str, op, doc: str, inexact: bool = False, kinds=None, allowed: str = ""):
     def impl(x: ArrayLike):
+        if kinds is not None:
+            check_kinds(name, (x,), kinds, allowed)
         (x,) = broadcast_arrays(x, what=name)
         if inexact and not issubclass(x.dtype, Inexact):
             x = lift(x, float64)  # as numpy: exp of an int array is float64
@@ -128,14 +159,17 @@ divide = _binary("divide", ops.Divide(), "x / y, true division (ints give float6
 pow = _binary("pow", ops.Power(), "x ** y, broadcast.")
 maximum = _binary("maximum", ops.Maximum(), "Elementwise maximum.")
 minimum = _binary("minimum", ops.Minimum(), "Elementwise minimum.")
-remainder = _binary("remainder", ops.Remainder(), "C-style remainder (sign of x).")
+remainder = _binary("remainder", ops.Remainder(), "C-style remainder (sign of x).",
+                    kinds=(Integer, Floating, Bool),
+                    allowed="real (integer or floating-point), not complex")
 logical_and = _binary("logical_and", lambda x, y: ops.And()(truth(x), truth(y)),
                       "Logical and (nonzero elements count as true).")
 logical_or = _binary("logical_or", lambda x, y: ops.Or()(truth(x), truth(y)),
                      "Logical or (nonzero elements count as true).")
-bitwise_and = _binary("bitwise_and", ops.And(), "Bitwise and.")
-bitwise_or = _binary("bitwise_or", ops.Or(), "Bitwise or.")
-bitwise_xor = _binary("bitwise_xor", ops.Xor(), "Bitwise xor.")
+_BITS = {"kinds": (Integer, Bool), "allowed": "integer or bool"}
+bitwise_and = _binary("bitwise_and", ops.And(), "Bitwise and.", **_BITS)
+bitwise_or = _binary("bitwise_or", ops.Or(), "Bitwise or.", **_BITS)
+bitwise_xor = _binary("bitwise_xor", ops.Xor(), "Bitwise xor.", **_BITS)
 equal = _compare("equal", "EQ")
 not_equal = _compare("not_equal", "NE")
 less = _compare("less", "LT")
@@ -161,5 +195,5 @@ sign = _unary("sign", _sign, "-1, 0 or 1 (complex: x / |x|, or 0).")
 sigmoid = _unary("sigmoid", ops.Logistic(), "1 / (1 + e ** -x).", inexact=True)
 logical_not = _unary("logical_not", lambda x: ops.Not()(truth(x)),
                      "Logical not (nonzero elements count as true).")
-bitwise_invert = _unary("bitwise_invert", ops.Not(), "Bitwise not.")
+bitwise_invert = _unary("bitwise_invert", ops.Not(), "Bitwise not.", **_BITS)
 isfinite = _unary("isfinite", _isfinite, "pred: x is finite (integers always are).")

@@ -24,7 +24,7 @@ from hlodsl.dtypes import (
 )
 
 from .broadcasting import ELEMENTWISE, broadcast_arrays, broadcast_to
-from .elementwise import _generic, _unary  # one way to make an elementwise generic
+from .elementwise import _generic, _unary, check_kinds  # one way to make an elementwise generic
 from .promotion import ArrayLike, lift, truth
 
 __all__ = [
@@ -61,8 +61,10 @@ def _float(*xs) -> list[Array]:
     return [lift(x, float64) for x in xs]
 
 
-def _binary(name: str, body, doc: str, inexact: bool = False):
+def _binary(name: str, body, doc: str, inexact: bool = False, kinds=None, allowed: str = ""):
     def impl(x1: ArrayLike, x2: ArrayLike):
+        if kinds is not None:
+            check_kinds(name, (x1, x2), kinds, allowed)
         x1, x2 = broadcast_arrays(x1, x2, what=name)
         if inexact:
             x1, x2 = _float(x1, x2)
@@ -279,9 +281,11 @@ nextafter = _binary("nextafter", _nextafter,
 logical_xor = _binary("logical_xor", lambda x1, x2: ops.Xor()(truth(x1), truth(x2)),
                       "Logical exclusive or (nonzero elements count as true).")
 bitwise_left_shift = _binary("bitwise_left_shift", _shift("bitwise_left_shift", True),
-                             "x1 << x2 (0 once x2 reaches the bit width).")
+                             "x1 << x2 (0 once x2 reaches the bit width).",
+                             kinds=(Integer, Bool), allowed="integers")
 bitwise_right_shift = _binary("bitwise_right_shift", _shift("bitwise_right_shift", False),
-                              "x1 >> x2: arithmetic for signed, logical for unsigned.")
+                              "x1 >> x2: arithmetic for signed, logical for unsigned.",
+                              kinds=(Integer, Bool), allowed="integers")
 
 
 def _bound(b, x: Array, which: str):

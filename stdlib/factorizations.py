@@ -261,6 +261,7 @@ def _as_columns(what: str, a: Array, b: Array, side: int = -2):
     Returns ``(a, b, vector)``; a 1-D ``b`` (``(M,)``) is one column.
     """
     m = a.shape[-1]
+    types = (a.type, b.type)
     vector = b.ndim == 1
     if vector:
         b = ops.Reshape((m, 1) if side == -2 else (1, m))(b) if b.shape == (m,) else b
@@ -268,7 +269,7 @@ def _as_columns(what: str, a: Array, b: Array, side: int = -2):
         raise fail(ShapeError, f"{what}: x2 must have shape (M,) or (..., M, K) matching x1's "
                                f"M = {m}, got shapes {a.shape} and "
                                f"{b.shape if not vector else (b.shape[0],)}")
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], what=what)
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], what=what, operands=types)
     return broadcast_to(a, batch + a.shape[-2:]), broadcast_to(b, batch + b.shape[-2:]), vector
 
 

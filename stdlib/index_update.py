@@ -24,6 +24,7 @@ from .broadcasting import broadcast_to
 from .indexing import (  # the parsed-key helpers getitem is built from
     _INT, _NONE, _SLICE, _Index, _const, _parse, _reshape, _stack, getitem,
 )
+from .manipulation import fail
 from .promotion import lift
 
 __all__ = ["IndexUpdate"]
@@ -121,8 +122,22 @@ def _scatter(x, idx: _Index, values, combine):
     return scatter(x, _stack(cols, lead, idx.dtype), values)
 
 
+_VALUES = (Array, bool, int, float, complex, np.ndarray, np.generic, list, tuple)
+
+
 def _update(x: Array, key, values, combine, what: str) -> Array:
-    values = lift(values, x.dtype)
+    if not isinstance(values, _VALUES):
+        raise fail(TypeError, f"{what}: values must be a number, a bool or an array "
+                              f"(hlodsl or numpy, or a nested list), got "
+                              f"{type(values).__name__} {values!r}")
+    try:
+        values = lift(values, x.dtype)
+    except (TypeError, ValueError):
+        if isinstance(values, Array):
+            raise
+        raise fail(TypeError, f"{what}: values {values!r} cannot be converted to "
+                              f"{x.dtype.__name__} (the element type of {x.type}); give "
+                              "numbers or an array") from None
     keys = key if isinstance(key, tuple) else (key,)
     if len(keys) == 1 and is_symbolic(keys[0]) and issubclass(keys[0].dtype, Bool):
         return _masked_update(x, keys[0], values, combine, what)

@@ -46,6 +46,7 @@ from hlodsl.errors import staging_error
 
 from .broadcasting import broadcast_to
 from .elementwise import add, less
+from .manipulation import fail
 from .promotion import lift
 
 __all__ = ["getitem", "take", "take_along_axis"]
@@ -185,7 +186,11 @@ def _slice(k: slice, axis, n, what) -> _Slice:
             raise staging_error(
                 f"{what}: slice bounds must be static, got a symbolic {bound.type}; use "
                 "ops.DynamicSlice(sizes)(x, *starts) for a window at a run-time start")
-    start, stop, step = k.indices(n)
+    try:
+        start, stop, step = k.indices(n)
+    except TypeError:
+        raise fail(TypeError, f"{what}: slice bounds must be integers or None, got "
+                              f"{k!r}") from None
     return _Slice(axis, start, step, len(range(start, stop, step)))
 
 
@@ -384,7 +389,12 @@ def getitem(x: Array, key):
     >>> getitem(x, (0, slice(None), [[0], [3]])).shape   # non-adjacent: broadcast shape first
     (2, 1, 3)
     """
-    idx = _parse(x, key, "getitem")
+    return _getitem(x, key, "getitem")
+
+
+def _getitem(x: Array, key, what: str):
+    """``getitem``, with errors that name ``what`` (take, take_along_axis)."""
+    idx = _parse(x, key, what)
     if idx.empty:
         return _zeros(x.dtype, idx.shape)
     y = _basic(x, idx)
@@ -432,7 +442,7 @@ def take(x: Array, indices, axis=None):
     if x.ndim == 0:
         raise IndexError(f"take: cannot index a rank-0 array ({x.type})")
     axis = _axis(axis, x.ndim, "take")
-    return getitem(x, (slice(None),) * axis + (indices,))
+    return _getitem(x, (slice(None),) * axis + (indices,), "take")
 
 
 @dispatch
@@ -451,8 +461,8 @@ def take_along_axis(x: Array, indices, axis=-1):
     """
     indices = _indices(indices, "take_along_axis")
     if indices.ndim != x.ndim or x.ndim == 0:
-        raise IndexError(f"take_along_axis: indices ({indices.type}) must have the rank of "
-                         f"x ({x.type}), at least 1")
+        raise fail(ValueError, f"take_along_axis: indices ({indices.type}) must have the same "
+                               f"number of dimensions (rank) as x ({x.type}), at least 1")
     axis = _axis(axis, x.ndim, "take_along_axis")
     shape = []
     for d, (m, n) in enumerate(zip(x.shape, indices.shape)):
@@ -467,7 +477,7 @@ def take_along_axis(x: Array, indices, axis=-1):
     x = broadcast_to(x, shape[:axis] + x.shape[axis:axis + 1] + shape[axis + 1:])
     indices = broadcast_to(indices, shape)
     key = tuple(indices if d == axis else ops.Iota(int64, shape, d)() for d in range(x.ndim))
-    return getitem(x, key)
+    return _getitem(x, key, "take_along_axis")
 
 
 def _array_getitem(self, key):
@@ -476,7 +486,8 @@ def _array_getitem(self, key):
 
 def _array_iter(self):
     if self.ndim == 0:
-        raise TypeError(f"iteration over a rank-0 array {self.type}")
+        raise TypeError(f"iteration over a rank-0 array {self.type}: only arrays of at "
+                        "least 1 dimension iterate (along their leading axis)")
     return (getitem(self, i) for i in range(self.shape[0]))
 
 

@@ -84,13 +84,14 @@ def matmul(A: Array, B: Array):  # noqa: F811
     if A.ndim == 0 or B.ndim == 0:
         raise fail(ShapeError, f"matmul: operands must have rank >= 1, got shapes {A.shape} "
                                f"and {B.shape}")
+    types = (A.type, B.type)
     A, B = promote(A, B)
     a_vec, b_vec = A.ndim == 1, B.ndim == 1
     if a_vec:
         A = ops.Reshape((1, A.shape[0]))(A)
     if b_vec:
         B = ops.Reshape((B.shape[0], 1))(B)
-    batch = broadcast_shapes(A.shape[:-2], B.shape[:-2], what="matmul")
+    batch = broadcast_shapes(A.shape[:-2], B.shape[:-2], what="matmul", operands=types)
     A = broadcast_to(A, batch + A.shape[-2:])
     B = broadcast_to(B, batch + B.shape[-2:])
     n = len(batch)
@@ -264,9 +265,19 @@ def diagonal(x: Array, offset=0):
     >>> diagonal(x, offset=1), diagonal(x, offset=-2)
     (hlodsl.Array[int64, (2,)]([1, 5]), hlodsl.Array[int64, (1,)]([6]))
     """
-    k = as_int(offset, "diagonal", "offset")
+    return _diagonal(x, offset, "diagonal")
+
+
+def _check_matrices(what: str, x: Array) -> None:
+    """``ShapeError`` naming ``what`` unless ``x`` is a stack of matrices."""
     if x.ndim < 2:
-        raise fail(ShapeError, f"diagonal: needs rank >= 2, got shape {x.shape}")
+        raise fail(ShapeError, f"{what}: needs rank >= 2 (a stack of matrices (..., M, N)), "
+                               f"got shape {x.shape}")
+
+
+def _diagonal(x: Array, offset, what: str) -> Array:
+    k = as_int(offset, what, "offset")
+    _check_matrices(what, x)
     batch, (m, n) = x.shape[:-2], x.shape[-2:]
     size = max(0, min(m, n - k) if k >= 0 else min(m + k, n))
     start = k if k >= 0 else -k * n
@@ -290,7 +301,7 @@ def trace(x: Array, offset=0, dtype=None):
     hlodsl.Array[float32, ()](5.)
     """
     check_numeric("trace", x)
-    d = diagonal(x, offset)
+    d = _diagonal(x, offset, "trace")
     if dtype is None:
         return sum(d, axis=-1)
     return sum_exact(lift(d, dtype), -1)
@@ -422,40 +433,47 @@ def eigh(x: Array):
         ...
     NotImplementedError: xp.linalg.eigh is not implemented: it needs a symmetric ...
     """
+    check_square("eigh", x)  # bad input is reported as such, before what is missing
     raise _missing("xp.linalg.eigh", "a symmetric eigendecomposition")
 
 
 @dispatch
 def eigvalsh(x: Array):
     """Not implemented: XLA has no eigendecomposition instruction (raises)."""
+    check_square("eigvalsh", x)
     raise _missing("xp.linalg.eigvalsh", "a symmetric eigendecomposition")
 
 
 @dispatch
 def svd(x: Array, full_matrices: bool = True):
     """Not implemented: XLA has no SVD instruction (raises)."""
+    _check_matrices("svd", x)
     raise _missing("xp.linalg.svd", "a singular value decomposition")
 
 
 @dispatch
 def svdvals(x: Array):
     """Not implemented: XLA has no SVD instruction (raises)."""
+    _check_matrices("svdvals", x)
     raise _missing("xp.linalg.svdvals", "a singular value decomposition")
 
 
 @dispatch
 def qr(x: Array, mode: str = "reduced"):
     """Not implemented: XLA has no QR instruction (raises)."""
+    _check_matrices("qr", x)
     raise _missing("xp.linalg.qr", "a QR decomposition")
 
 
 @dispatch
 def pinv(x: Array, rtol=None):
     """Not implemented: the pseudo-inverse needs an SVD, which XLA lacks (raises)."""
+    _check_matrices("pinv", x)
     raise _missing("xp.linalg.pinv", "a singular value decomposition")
 
 
 @dispatch
 def matrix_rank(x: Array, rtol=None):
     """Not implemented: the rank needs singular values, which XLA lacks (raises)."""
+    _check_matrices("matrix_rank", x)
     raise _missing("xp.linalg.matrix_rank", "a singular value decomposition")

@@ -33,7 +33,7 @@ from numpy.exceptions import AxisError
 from hlodsl import ops
 from hlodsl.array import Array, array
 from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import element_type
+from hlodsl.dtypes import all_element_types, element_type
 from hlodsl.errors import ShapeError, user_location
 
 from .broadcasting import broadcast_shapes, broadcast_to
@@ -60,6 +60,16 @@ def as_int(value, what: str, name: str) -> int:
     except TypeError:
         raise fail(TypeError, f"{what}: {name} must be a static int, got "
                               f"{type(value).__name__} {value!r}") from None
+
+
+def as_dtype(dtype, what: str, name: str = "dtype"):
+    """The element type ``dtype`` names; else a TypeError naming ``what`` and the supported ones."""
+    try:
+        return element_type(dtype)
+    except TypeError:
+        names = ", ".join(t.__name__ for t in all_element_types())
+        raise fail(TypeError, f"{what}: {name}={dtype!r} is not a supported element type; "
+                              f"supported: {names}") from None
 
 
 def as_ints(value, what: str, name: str) -> tuple[int, ...]:

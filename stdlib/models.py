@@ -17,7 +17,7 @@ them for the channels-last network (``vgg19(..., data_format="NHWC")``). They ru
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from hlodsl.array import Array
 from hlodsl.compiler import compile
@@ -208,7 +208,7 @@ def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float 
         raise fail(ShapeError, f"vgg19: x must be {layout} with H, W >= 32 (five 2x2 "
                                f"pools) and data_format 'NCHW' or 'NHWC', got {x.type} "
                                f"and data_format={data_format!r}")
-    convs = iter(params["features"])
+    convs = iter(_vgg19_parts(params, "vgg19")[0])
     for item in VGG19_CONFIG:
         if item == "M":
             x = nn.max_pool(x, 2, data_format=data_format)
@@ -218,7 +218,7 @@ def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float 
                                 data_format=data_format))
     x = nn.flatten(nn.adaptive_avg_pool(x, 7, data_format=data_format))
     keys = nn.split(dropout_key, 2) if dropout_key is not None else (None, None)
-    layers = params["classifier"]
+    layers = _vgg19_parts(params, "vgg19")[1]
     for i, layer in enumerate(layers):
         x = nn.linear(x, layer["weight"], layer["bias"])
         if i < len(layers) - 1:
@@ -226,6 +226,24 @@ def vgg19(params: dict, x: Array, dropout_key: Array | None = None, rate: float 
             if dropout_key is not None:
                 x = nn.dropout(keys[i], x, rate)
     return x
+
+
+def _vgg19_parts(params, what: str):
+    """``params["features"]`` (16 convs) and ``params["classifier"]``, or a clear error."""
+    try:
+        features, classifier = list(params["features"]), list(params["classifier"])
+    except (KeyError, TypeError, IndexError):
+        got = sorted(map(repr, params)) if isinstance(params, dict) else type(params).__name__
+        raise fail(ValueError, f"{what}: params must have vgg19's structure {{'features': "
+                               "[16 x {'weight', 'bias'}], 'classifier': [{'weight', 'bias'}, "
+                               "...]}, as vgg19_init or vgg19_params_from_torch give; got "
+                               f"{got}") from None
+    convs = sum(1 for c in VGG19_CONFIG if c != "M")
+    if len(features) != convs or not classifier:
+        raise fail(ValueError, f"{what}: params must have vgg19's structure: {convs} conv layers "
+                               f"under 'features' and at least one linear layer under "
+                               f"'classifier', got {len(features)} and {len(classifier)}")
+    return features, classifier
 
 
 def vgg19_to_channels_last(params: dict) -> dict:
@@ -274,11 +292,15 @@ def vgg19_params_from_torch(state_dict) -> dict:
     """The parameters of :func:`vgg19` from a torchvision VGG19 ``state_dict``.
 
     Reads ``features.{i}.weight/bias`` of the 16 convs and ``classifier.{0,3,6}``;
-    a missing key is a ``KeyError`` naming it.
+    a missing key is a ``KeyError`` naming it, a key that is none of these a
+    ``ValueError``, and a tensor of the wrong shape a ``ShapeError`` (checked
+    before anything is converted). The classifier's widths (``hidden``,
+    ``num_classes``) are free but must chain.
 
     >>> import torch                                                 # doctest: +SKIP
     >>> p = vgg19_params_from_torch(torchvision_vgg19.state_dict())  # doctest: +SKIP
     """
+    _check_vgg19_state(state_dict)
     flat = nn.from_torch(state_dict)
 
     def layer(prefix: str) -> dict:
@@ -291,3 +313,48 @@ def vgg19_params_from_torch(state_dict) -> dict:
 
     return {"features": [layer(f"features.{i}") for i in _feature_indices()],
             "classifier": [layer(f"classifier.{i}") for i in (0, 3, 6)]}
+
+
+def _dims(dims) -> str:
+    """A shape as Python prints a tuple, with names for the free dimensions."""
+    return "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _check_vgg19_state(state_dict) -> None:
+    """Missing keys (KeyError), unexpected keys (ValueError), then shapes (ShapeError)."""
+    what = "vgg19_params_from_torch"
+    if not isinstance(state_dict, Mapping):
+        raise fail(TypeError, f"{what}: state_dict must be a mapping (name -> tensor, as "
+                              f"model.state_dict() gives), got {type(state_dict).__name__}")
+    names = "torchvision's VGG19 names are features.{i}.* and classifier.{0,3,6}.*"
+    prefixes = [f"features.{i}" for i in _feature_indices()] + \
+               [f"classifier.{i}" for i in (0, 3, 6)]
+    wanted = [f"{p}.{part}" for p in prefixes for part in ("weight", "bias")]
+    for name in wanted:
+        if name not in state_dict:
+            raise KeyError(f"{what}: the state_dict has no {name!r} ({names})")
+    unexpected = [k for k in state_dict if k not in set(wanted)]
+    if unexpected:
+        raise fail(ValueError, f"{what}: unexpected keys {unexpected[:5]}"
+                               f"{' ...' if len(unexpected) > 5 else ''} in the state_dict: "
+                               f"not a VGG19 parameter ({names})")
+    expected, c_in = {}, 3
+    for i, c_out in zip(_feature_indices(), (c for c in VGG19_CONFIG if c != "M")):
+        expected[f"features.{i}"] = (c_out, c_in, 3, 3)
+        c_in = c_out
+    width = 512 * 7 * 7
+    for i, out in zip((0, 3, 6), ("hidden", "hidden", "num_classes")):
+        w = _shape_of(state_dict[f"classifier.{i}.weight"])
+        expected[f"classifier.{i}"] = (w[0] if w is not None and len(w) == 2 else out, width)
+        width = expected[f"classifier.{i}"][0]
+    for prefix, shape in expected.items():
+        for name, want in ((f"{prefix}.weight", shape), (f"{prefix}.bias", shape[:1])):
+            got = _shape_of(state_dict[name])
+            if got is not None and got != want:  # no shape: from_torch says what it is
+                raise fail(ShapeError, f"{what}: {name} has shape {_dims(got)}, expected "
+                                       f"{_dims(want)} (torchvision's VGG19)")
+
+
+def _shape_of(value) -> tuple | None:
+    shape = getattr(value, "shape", None)
+    return None if shape is None else tuple(int(d) for d in shape)

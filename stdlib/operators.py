@@ -8,6 +8,9 @@ to the operators too.
 
 from __future__ import annotations
 
+import numpy as np
+from plum import NotFoundLookupError
+
 from hlodsl import ops
 from hlodsl.array import Array
 
@@ -15,28 +18,76 @@ from . import elementwise as ew
 from . import elementwise_more as more
 from .data_types import astype
 from .linalg import matmul, matrix_transpose
-from .manipulation import reshape
+from .manipulation import fail, reshape
 from .reductions import max, mean, min, prod, sum
 
 __all__: list[str] = []
 
 
-def _binary(fn):
-    return (lambda self, other: fn(self, other)), (lambda self, other: fn(other, self))
+#: What an array combines with under an operator (the generics' own operand types).
+_OPERANDS = (Array, bool, int, float, complex, np.ndarray, np.generic)
 
 
-for _name, _fn in [("add", ew.add), ("sub", ew.subtract), ("mul", ew.multiply),
-                   ("truediv", ew.divide), ("pow", ew.pow), ("matmul", matmul),
-                   ("mod", ew.remainder), ("and", ew.bitwise_and), ("or", ew.bitwise_or),
-                   ("xor", ew.bitwise_xor), ("floordiv", more.floor_divide),
-                   ("lshift", more.bitwise_left_shift), ("rshift", more.bitwise_right_shift)]:
-    _fwd, _rev = _binary(_fn)
+def _refused(fn, symbol: str, reflected: str, self: Array, other):
+    """What an operator does when no method of ``fn`` takes ``other``.
+
+    Python's protocol: a (non-builtin) operand type that implements the
+    reflected operator gets its turn (``NotImplemented``); anything else is a
+    TypeError that says what an array combines with.
+    """
+    if isinstance(other, _OPERANDS):
+        return None  # the lookup failed deeper down: not the operand's fault
+    own = getattr(type(other), reflected, None) if reflected else None
+    if own is not None and own is not getattr(object, reflected, None) \
+            and type(other).__module__ != "builtins":
+        return NotImplemented
+    raise fail(TypeError, f"{fn.__name__} ({symbol}): cannot combine {self.type} with "
+                          f"{type(other).__name__} {other!r}; the other operand must be a "
+                          "number (bool, int, float, complex), a numpy array or an hlodsl "
+                          "array")
+
+
+def _binary(fn, symbol: str, reflected: str):
+    def fwd(self, other):
+        try:
+            return fn(self, other)
+        except NotFoundLookupError:
+            out = _refused(fn, symbol, reflected, self, other)
+            if out is None:
+                raise
+            return out
+
+    def rev(self, other):
+        try:
+            return fn(other, self)
+        except NotFoundLookupError:
+            if _refused(fn, symbol, "", self, other) is None:
+                raise
+
+    return fwd, rev
+
+
+for _name, _fn, _symbol in [
+        ("add", ew.add, "+"), ("sub", ew.subtract, "-"), ("mul", ew.multiply, "*"),
+        ("truediv", ew.divide, "/"), ("pow", ew.pow, "**"), ("matmul", matmul, "@"),
+        ("mod", ew.remainder, "%"), ("and", ew.bitwise_and, "&"), ("or", ew.bitwise_or, "|"),
+        ("xor", ew.bitwise_xor, "^"), ("floordiv", more.floor_divide, "//"),
+        ("lshift", more.bitwise_left_shift, "<<"), ("rshift", more.bitwise_right_shift, ">>")]:
+    _fwd, _rev = _binary(_fn, _symbol, f"__r{_name}__")
     setattr(Array, f"__{_name}__", _fwd)
     setattr(Array, f"__r{_name}__", _rev)
 
-for _name, _fn in [("lt", ew.less), ("le", ew.less_equal), ("gt", ew.greater),
-                   ("ge", ew.greater_equal), ("eq", ew.equal), ("ne", ew.not_equal)]:
-    setattr(Array, f"__{_name}__", _binary(_fn)[0])
+for _name, _fn, _symbol, _mirror in [
+        ("lt", ew.less, "<", "gt"), ("le", ew.less_equal, "<=", "ge"),
+        ("gt", ew.greater, ">", "lt"), ("ge", ew.greater_equal, ">=", "le")]:
+    setattr(Array, f"__{_name}__", _binary(_fn, _symbol, f"__{_mirror}__")[0])
+
+
+def _equality(fn):
+    return lambda self, other: fn(self, other)
+
+
+Array.__eq__, Array.__ne__ = _equality(ew.equal), _equality(ew.not_equal)
 
 Array.__neg__ = lambda self: ew.negative(self)
 Array.__pos__ = lambda self: self

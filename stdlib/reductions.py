@@ -17,12 +17,13 @@ from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
-    Bool, ComplexFloating, Floating, Inexact, Integer, UnsignedInteger, element_type, float64,
+    Bool, ComplexFloating, Floating, Inexact, Integer, UnsignedInteger, float64,
     int64, uint64,
 )
 
 from .broadcasting import ELEMENTWISE
 from .elementwise import add, divide, maximum, minimum, multiply
+from .manipulation import as_dtype, as_ints
 from .promotion import lift
 
 __all__ = ["mapreduce", "sum", "prod", "max", "min", "mean", "normalize_axes"]
@@ -36,9 +37,10 @@ def normalize_axes(axis, ndim: int, what: str = "mapreduce") -> tuple[int, ...]:
     """
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if not isinstance(axis, (tuple, list, str)) and hasattr(axis, "__len__"):
+        axis = tuple(axis)  # a range or a numpy array of axes
     out = []
-    for a in axes:
+    for a in as_ints(axis, what, "axis"):
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(
                 f"{what}: axis {a} is out of range for an array of rank {ndim}")
@@ -127,7 +129,7 @@ def sum(x: Array, axis=None, dtype=None, keepdims: bool = False):
     (uint64 for unsigned), as the array API asks; other types keep their own.
     """
     normalize_axes(axis, x.ndim, "sum")  # errors name sum, not mapreduce
-    x = lift(x, _accumulator(x.dtype) if dtype is None else element_type(dtype))
+    x = lift(x, _accumulator(x.dtype) if dtype is None else as_dtype(dtype, "sum"))
     return mapreduce(None, add, x, axis=axis, keepdims=keepdims)
 
 
@@ -135,7 +137,7 @@ def sum(x: Array, axis=None, dtype=None, keepdims: bool = False):
 def prod(x: Array, axis=None, dtype=None, keepdims: bool = False):
     """Product over ``axis`` (all by default), in ``dtype`` if given (defaults as ``sum``)."""
     normalize_axes(axis, x.ndim, "prod")
-    x = lift(x, _accumulator(x.dtype) if dtype is None else element_type(dtype))
+    x = lift(x, _accumulator(x.dtype) if dtype is None else as_dtype(dtype, "prod"))
     return mapreduce(None, multiply, x, axis=axis, keepdims=keepdims)
 
 

@@ -20,13 +20,15 @@ hlodsl.Array[pred, ()](True)
 
 from __future__ import annotations
 
+import numbers
+
 from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import ComplexFloating, Inexact, element_type, float64, pred
+from hlodsl.dtypes import ComplexFloating, Inexact, float64, pred
 
 from .elementwise import divide, logical_and, logical_or, multiply, sqrt, subtract
-from .manipulation import as_int, concat, fail, normalize_axes, normalize_axis
+from .manipulation import as_dtype, as_int, concat, fail, normalize_axes, normalize_axis
 from .promotion import lift, truth
 from .reductions import _accumulator, mapreduce, mean, sum
 
@@ -59,6 +61,10 @@ def var(x: Array, axis=None, correction=0.0, keepdims: bool = False):
         squares = ops.Add()(ops.Multiply()(re, re), ops.Multiply()(im, im))
     else:
         squares = multiply(deviation, deviation)
+    if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
+        raise fail(TypeError, f"var: correction must be a static real number (an int or a "
+                              f"float, such as 1), got {type(correction).__name__} "
+                              f"{correction!r}")
     divisor = count - float(correction)
     return divide(sum(squares, axis=axes, keepdims=keepdims), divisor if divisor > 0 else 0.0)
 
@@ -113,7 +119,7 @@ def _cumulative(x: Array, axis, dtype, include_initial: bool, what: str, numeric
                                    f"{x.ndim} ({x.type})")
         axis = 0
     axis = normalize_axis(axis, x.ndim, what)
-    dtype = _accumulator(x.dtype) if dtype is None else element_type(dtype)
+    dtype = _accumulator(x.dtype) if dtype is None else as_dtype(dtype, what)
     x = lift(x, dtype)
     n = x.shape[axis]
     # Window i covers elements i - n + 1 .. i of the axis padded with n - 1

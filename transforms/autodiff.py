@@ -33,6 +33,7 @@ hlodsl.Array[float32, (2,)]([0.       , 1.3817732])
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Callable
 
 import numpy as np
@@ -42,8 +43,9 @@ from hlodsl.dtypes import Floating
 from hlodsl.op import HloOp
 from hlodsl.ops._ad import zeros_like_array
 from hlodsl.rules import jvp_rule, transformations, vjp_rule
-from hlodsl.tree import flatten, unflatten
+from hlodsl.tree import _Static, flatten, unflatten
 
+from .structures import error, name_of, show
 from .traces import JvpTrace, Tape, alias, differentiable, leaves_of, rebuild
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian"]
@@ -112,6 +114,34 @@ def _as_leaves(what: str, value, role: str) -> tuple[list, object]:
     return leaves, tree
 
 
+def _check_callable(what: str, f) -> None:
+    if not callable(f):
+        raise error(TypeError, f"{what}: f must be a callable (the function to "
+                               f"differentiate), got {type(f).__name__} {f!r}")
+
+
+def _check_array_args(what: str, args, positions) -> None:
+    """A TypeError for a differentiated argument that is a plain Python value, not arrays."""
+    for i, x in zip(positions, args):
+        if isinstance(flatten(x)[1], _Static):
+            raise error(TypeError, f"{what}: argument {i} is {type(x).__name__} {x!r}, but "
+                                   "derivatives are taken with respect to floating-point "
+                                   "arrays (or structures of them); hlodsl.array(x) makes one")
+
+
+def _types(leaves) -> list:
+    return [getattr(x, "type", type(x).__name__) for x in leaves]
+
+
+def _pair(what: str, out):
+    """``(output, aux)`` from a function called with ``has_aux=True``."""
+    if not (isinstance(out, tuple) and len(out) == 2):
+        got = out.type if isinstance(out, Array) else type(out).__name__
+        raise error(TypeError, f"{what}: with has_aux=True the function must return a pair "
+                               f"(output, aux), got {got}")
+    return out
+
+
 # -- the transformations ---------------------------------------------------------
 
 def vjp(f: Callable, *primals, has_aux: bool = False):
@@ -125,6 +155,8 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     >>> pullback(hd.array(1.0))
     (hlodsl.Array[float64, ()](3.), hlodsl.Array[float64, ()](2.))
     """
+    _check_callable("vjp", f)
+    _check_array_args("vjp", primals, range(len(primals)))
     return _vjp(f, primals, has_aux, "vjp")
 
 
@@ -137,21 +169,20 @@ def _vjp(f: Callable, primals: tuple, has_aux: bool, what: str):
         out = f(*unflatten(tree, inputs))
     aux = None
     if has_aux:
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError("vjp(has_aux=True): the function must return (output, aux), got "
-                            f"{type(out).__name__}")
-        out, aux = out
+        out, aux = _pair(what, out)
     out_leaves, out_tree = flatten(out)
 
     def pullback(ct):
         ct_leaves, ct_tree = flatten(ct)
         if ct_tree != out_tree or len(ct_leaves) != len(out_leaves):
-            raise TypeError(f"vjp pullback: the cotangent's structure {ct_tree} does not "
-                            f"match the output's {out_tree}")
+            raise error(TypeError, f"vjp pullback: the cotangent {show(ct_tree, _types(ct_leaves))}"
+                                   f" does not match the output's structure "
+                                   f"{show(out_tree, _types(out_leaves))}; give one array of "
+                                   "each output leaf's type, in the output's structure")
         for o, c in zip(out_leaves, ct_leaves):
             if isinstance(o, Array) and c.type != o.type:
-                raise TypeError(f"vjp pullback: cotangent of type {c.type} for an output "
-                                f"of type {o.type}")
+                raise error(TypeError, f"vjp pullback: cotangent of type {c.type} for an output "
+                                       f"of type {o.type}")
         acc = tape.backward(out_leaves, ct_leaves)
         grads = [acc.get(id(x)) for x in inputs]
         grads = [g if g is not None else zeros_like_array(x) for g, x in zip(grads, inputs)]
@@ -160,12 +191,31 @@ def _vjp(f: Callable, primals: tuple, has_aux: bool, what: str):
     return (out, pullback, aux) if has_aux else (out, pullback)
 
 
-def _argnums_call(f, args, kwargs, argnums):
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+def _argnums(argnums, what: str) -> tuple[int, ...]:
+    """``argnums`` as a tuple of ints without repeats (checked when grad is built)."""
+    nums = tuple(argnums) if isinstance(argnums, (tuple, list)) else (argnums,)
+    try:
+        nums = tuple(operator.index(i) for i in nums)
+    except TypeError:
+        raise error(TypeError, f"{what}: argnums must be an int or a tuple of ints, got "
+                               f"{type(argnums).__name__} {argnums!r}") from None
+    if len(set(nums)) != len(nums):
+        raise error(ValueError, f"{what}: argnums {argnums!r} repeats an argument; give "
+                                "distinct positions (each argument gets one gradient)")
+    return nums
+
+
+def _argnums_call(f, args, kwargs, argnums, what: str):
+    nums, n = _argnums(argnums, what), len(args)
     for i in nums:
-        if not -len(args) <= i < len(args):
-            raise ValueError(f"argnums {argnums} out of range for {len(args)} positional "
-                             "arguments")
+        if not -n <= i < n:
+            raise error(ValueError, f"{what}: argnums {argnums!r} is out of range for {n} "
+                                    f"positional argument{'' if n == 1 else 's'} (each must "
+                                    f"be in [-{n}, {n}))")
+    if len({i % n for i in nums}) != len(nums):
+        raise error(ValueError, f"{what}: argnums {argnums!r} names an argument twice (for "
+                                f"{n} positional arguments); give distinct positions")
+    _check_array_args(what, [args[i] for i in nums], nums)
 
     def g(*diff):
         a = list(args)
@@ -186,17 +236,25 @@ def value_and_grad(f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: boo
     >>> hd.value_and_grad(lambda x: x * x)(hd.array(3.0))
     (hlodsl.Array[float64, ()](9.), hlodsl.Array[float64, ()](6.))
     """
+    return _value_and_grad(f, argnums, has_aux, "value_and_grad")
+
+
+def _value_and_grad(f: Callable, argnums, has_aux: bool, what: str):
+    """``value_and_grad``, with errors that name ``what`` (grad, hessian, hvp)."""
+    _check_callable(what, f)
+    _argnums(argnums, what)
+    label = f"{what} of {name_of(f)!r}"
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
-        g, diff = _argnums_call(f, args, kwargs, argnums)
-        res = _vjp(g, diff, has_aux, f"grad of {getattr(f, '__name__', 'a function')!r}")
+        g, diff = _argnums_call(f, args, kwargs, argnums, label)
+        res = _vjp(g, diff, has_aux, label)
         out, pullback = res[0], res[1]
         # A real scalar only: the gradient of a complex output is not defined
         # (which of its vjps with 1 or 1j?); vjp takes a complex cotangent.
         if not (isinstance(out, Array) and out.shape == () and issubclass(out.dtype, Floating)):
             got = out.type if isinstance(out, Array) else type(out).__name__
-            raise TypeError(f"grad of {getattr(f, '__name__', f)!r}: the function must return "
+            raise TypeError(f"{label}: the function must return "
                             "a scalar floating-point array of a real type (not complex), it "
                             f"returned {got}"
                             + ("" if has_aux else "; use vjp for non-scalar or complex outputs, "
@@ -217,7 +275,11 @@ def grad(f: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = False)
     >>> hd.grad(hd.grad(lambda x: x * x * x))(hd.array(2.0))
     hlodsl.Array[float64, ()](12.)
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    return _grad(f, argnums, has_aux, "grad")
+
+
+def _grad(f: Callable, argnums, has_aux: bool, what: str):
+    vg = _value_and_grad(f, argnums, has_aux, what)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -235,17 +297,29 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, has_aux: bool = False):
     >>> hd.jvp(xp.sin, (hd.array(0.0),), (hd.array(2.0),))
     (hlodsl.Array[float64, ()](0.), hlodsl.Array[float64, ()](2.))
     """
+    return _jvp(f, primals, tangents, has_aux, "jvp")
+
+
+def _jvp(f: Callable, primals, tangents, has_aux: bool, what: str):
+    """``jvp``, with errors that name ``what`` (hvp, hessian)."""
+    _check_callable(what, f)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp(f, primals, tangents): primals and tangents must be tuples")
-    leaves, tree = _as_leaves("jvp", tuple(primals), "primal")
+        raise error(TypeError, f"{what}(f, primals, tangents): primals and tangents must be "
+                               f"tuples, got {type(primals).__name__} and "
+                               f"{type(tangents).__name__}")
+    _check_array_args(what, primals, range(len(primals)))
+    leaves, tree = _as_leaves(what, tuple(primals), "primal")
     t_leaves, t_tree = flatten(tuple(tangents))
     if t_tree != tree:
-        raise TypeError(f"jvp: the tangents' structure {t_tree} does not match the "
-                        f"primals' {tree}")
+        raise error(TypeError, f"{what}: the tangents {show(t_tree, _types(t_leaves))} do not "
+                               f"match the primals {show(tree, _types(leaves))} ({len(t_leaves)} "
+                               f"tangents for {len(leaves)} primals); give one tangent of each "
+                               "primal's type, in the primals' structure")
     for x, t in zip(leaves, t_leaves):
         if not isinstance(t, Array) or t.type != x.type:
-            raise TypeError(f"jvp: tangent of type {getattr(t, 'type', type(t).__name__)} "
-                            f"for a primal of type {x.type}")
+            raise error(TypeError, f"{what}: tangent of type "
+                                   f"{getattr(t, 'type', type(t).__name__)} for a primal of "
+                                   f"type {x.type}")
     with JvpTrace() as trace:
         inputs = [alias(x) for x in leaves]
         for x, t in zip(inputs, t_leaves):
@@ -253,7 +327,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, has_aux: bool = False):
         out = f(*unflatten(tree, inputs))
     aux = None
     if has_aux:
-        out, aux = out
+        out, aux = _pair(what, out)
     out_leaves, out_tree = flatten(out)
     t_out = []
     for o in out_leaves:
@@ -270,8 +344,13 @@ def hvp(f: Callable, primals: tuple, tangents: tuple):
     >>> hd.hvp(lambda x: x * x * x, (hd.array(2.0),), (hd.array(1.0),))
     hlodsl.Array[float64, ()](12.)
     """
-    t_out = jvp(grad(f, argnums=tuple(range(len(primals)))), tuple(primals),
-                tuple(tangents))[1]
+    _check_callable("hvp", f)
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise error(TypeError, f"hvp(f, primals, tangents): primals and tangents must be "
+                               f"tuples, got {type(primals).__name__} and "
+                               f"{type(tangents).__name__}")
+    g = _grad(f, tuple(range(len(primals))), False, "hvp")
+    t_out = _jvp(g, tuple(primals), tuple(tangents), False, "hvp")[1]
     return t_out[0] if len(primals) == 1 else t_out
 
 
@@ -289,19 +368,35 @@ def hessian(f: Callable):
        [ 0., 12.]])
     """
 
+    _check_callable("hessian", f)
+    label = f"hessian of {name_of(f)!r}"
+
     @functools.wraps(f)
-    def hessian_f(x):
+    def hessian_f(*args):
         from hlodsl import ops
         from hlodsl.array import array
 
-        x = x if isinstance(x, Array) else array(x)
-        g = grad(f)
+        if len(args) != 1:
+            raise error(TypeError, f"{label}: takes one argument x (the Hessian is taken with "
+                                   f"respect to a single array), got {len(args)} positional "
+                                   "arguments")
+        (x,) = args
+        if not isinstance(x, Array):
+            try:
+                x = array(x)
+            except (TypeError, ValueError):
+                raise error(TypeError, f"{label}: x must be a floating-point array, got "
+                                       f"{type(x).__name__} {x!r}") from None
+        if not differentiable(x):
+            raise error(TypeError, f"{label}: x has type {x.type}, but the Hessian is taken "
+                                   "with respect to a floating-point array")
+        g = _grad(f, 0, False, "hessian")
         rows = []
         for i in range(x.size):
             basis = np.zeros(x.size, x.dtype.np_dtype)
             basis[i] = 1
             t = array(basis.reshape(x.shape))
-            row = jvp(g, (x,), (t,))[1]
+            row = _jvp(g, (x,), (t,), False, "hessian")[1]
             rows.append(ops.Reshape((1,) + x.shape)(row))
         if not rows:
             return array(np.zeros(x.shape * 2, x.dtype.np_dtype))

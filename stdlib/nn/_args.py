@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numbers
 import operator
+
+import numpy as np
 
 from hlodsl.array import Array
 from hlodsl.dtypes import Floating
@@ -10,7 +13,8 @@ from hlodsl.errors import ShapeError
 
 from ..manipulation import fail
 
-__all__ = ["per_dim", "conv_padding", "require_array", "require_float", "spatial_rank"]
+__all__ = ["per_dim", "conv_padding", "require_array", "require_array_like", "require_float",
+           "spatial_rank", "static_real", "check_range", "static_shape"]
 
 
 def per_dim(value, n: int, what: str, name: str, minimum: int = 1) -> tuple[int, ...]:
@@ -65,6 +69,43 @@ def require_array(x, what: str, name: str) -> Array:
         raise fail(TypeError, f"{what}: {name} must be an hlodsl Array, got "
                               f"{type(x).__name__} (hlodsl.array(x) makes one)")
     return x
+
+
+def require_array_like(x, what: str, name: str):
+    """``x`` if it is an array (hlodsl or numpy) or a Python number, else a TypeError."""
+    if not isinstance(x, (Array, np.ndarray, np.generic, numbers.Number)):
+        raise fail(TypeError, f"{what}: {name} must be an array (hlodsl or numpy) or a number, "
+                              f"got {type(x).__name__} {x!r}")
+    return x
+
+
+def static_real(value, what: str, name: str):
+    """``value`` if it is a static real number (an int or a float, not a bool), else a TypeError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise fail(TypeError, f"{what}: {name} must be a static real number (an int or a "
+                              f"float), got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_range(value, ok: bool, what: str, name: str, allowed: str):
+    """A ValueError naming ``what``, ``name`` and what is ``allowed`` unless ``ok``."""
+    if not ok:  # NaN compares false, so it lands here too
+        raise fail(ValueError, f"{what}: {name} must be {allowed}, got {value!r}")
+    return value
+
+
+def static_shape(shape, what: str) -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of ints) as a tuple of non-negative ints."""
+    try:
+        many = not isinstance(shape, str) and hasattr(shape, "__len__")
+        dims = tuple(operator.index(d) for d in (tuple(shape) if many else (shape,)))
+    except TypeError:
+        raise fail(TypeError, f"{what}: shape must be a static int or a sequence of ints, "
+                              f"got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise fail(ValueError, f"{what}: shape {dims} must be non-negative (every dimension "
+                               ">= 0)")
+    return dims
 
 
 def require_float(x, what: str, name: str) -> Array:

@@ -18,7 +18,7 @@ from ..creation import zeros_like
 from ..elementwise import exp, log, maximum, multiply, sigmoid, tanh
 from ..manipulation import normalize_axis
 from ..reductions import max, sum
-from ._args import require_float
+from ._args import require_array_like, require_float, static_real
 
 __all__ = ["relu", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax"]
 
@@ -55,9 +55,11 @@ def _relu_jvp(primals, tangents):
 # and jax.nn.relu's; maximum(x, 0)'s own rule would give ties half each (0.5 at
 # x = 0), and spends a second compare, two selects and a multiply per element
 # on it (54 of VGG19's backward instructions).
-relu = custom_jvp(custom_vjp(_relu).defvjp(_relu_fwd, _relu_bwd)).defjvp(_relu_jvp)
-relu.__name__ = relu.__qualname__ = "relu"
-relu.__doc__ = """``max(x, 0)`` elementwise; its derivative is 0 at ``x = 0``, as torch's.
+_relu_with_rules = custom_jvp(custom_vjp(_relu).defvjp(_relu_fwd, _relu_bwd)).defjvp(_relu_jvp)
+
+
+def relu(x: Array):
+    """``max(x, 0)`` elementwise; its derivative is 0 at ``x = 0``, as torch's.
 
     >>> import numpy as np, hlodsl as hd
     >>> relu(hd.array(np.float32([-1, 0, 2])))
@@ -65,6 +67,8 @@ relu.__doc__ = """``max(x, 0)`` elementwise; its derivative is 0 at ``x = 0``, a
     >>> hd.grad(lambda x: hd.stdlib.sum(relu(x)))(hd.array(np.float32([-1, 0, 2])))
     hlodsl.Array[float32, (3,)]([0., 0., 1.])
     """
+    require_array_like(x, "relu", "x")
+    return _relu_with_rules(x)
 
 
 def leaky_relu(x: Array, negative_slope: float = 0.01):
@@ -74,6 +78,8 @@ def leaky_relu(x: Array, negative_slope: float = 0.01):
     >>> leaky_relu(hd.array(np.float32([-2, 3])), 0.5)
     hlodsl.Array[float32, (2,)]([-1.,  3.])
     """
+    require_array_like(x, "leaky_relu", "x")
+    static_real(negative_slope, "leaky_relu", "negative_slope")
     return maximum(x, multiply(x, negative_slope)) if negative_slope <= 1 else \
         ops.Select()(_positive(x), x, multiply(x, negative_slope))
 

@@ -18,6 +18,7 @@ from hlodsl.dtypes import float32
 
 from ..creation import zeros as _zeros
 from ..manipulation import fail
+from ._args import check_range, static_real
 from .random import key, normal, uniform  # noqa: F401  (key: for the examples)
 
 __all__ = ["fans", "calculate_gain", "kaiming_normal", "kaiming_uniform", "xavier_normal",
@@ -54,7 +55,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     if nonlinearity == "relu":
         return math.sqrt(2.0)
     if nonlinearity == "leaky_relu":
-        slope = 0.01 if param is None else float(param)
+        slope = 0.01 if param is None else static_real(param, "calculate_gain", "param")
         return math.sqrt(2.0 / (1 + slope ** 2))
     if nonlinearity == "selu":
         return 3 / 4
@@ -99,6 +100,7 @@ def xavier_normal(key, shape, gain: float = 1.0, dtype=float32):
     float32
     """
     fan_in, fan_out = fans(shape)
+    _check_gain(gain, "xavier_normal")
     return normal(key, tuple(shape), dtype, std=gain * math.sqrt(2 / (fan_in + fan_out)))
 
 
@@ -111,8 +113,13 @@ def xavier_uniform(key, shape, gain: float = 1.0, dtype=float32):
     True
     """
     fan_in, fan_out = fans(shape)
+    _check_gain(gain, "xavier_uniform")
     bound = gain * math.sqrt(6 / (fan_in + fan_out))
     return uniform(key, tuple(shape), dtype, -bound, bound)
+
+
+def _check_gain(gain, what: str) -> None:
+    check_range(gain, static_real(gain, what, "gain") >= 0, what, "gain", "non-negative (>= 0)")
 
 
 def zeros(key, shape, dtype=float32):

@@ -11,6 +11,8 @@ hlodsl.Array[float32, (2, 2)](
 
 from __future__ import annotations
 
+import operator
+
 from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.errors import ShapeError
@@ -19,7 +21,7 @@ from ..creation import ones, zeros
 from ..manipulation import fail
 from ..promotion import lift
 from ..reductions import mean
-from ._args import require_float
+from ._args import check_range, require_float, static_real
 
 __all__ = ["batch_norm", "layer_norm"]
 
@@ -60,6 +62,10 @@ def batch_norm(x: Array, running_mean: Array | None, running_var: Array | None,
            [2.6697]], dtype=float32)
     """
     require_float(x, "batch_norm", "x")
+    check_range(eps, static_real(eps, "batch_norm", "eps") >= 0, "batch_norm", "eps",
+                "non-negative (>= 0)")
+    check_range(momentum, 0 <= static_real(momentum, "batch_norm", "momentum") <= 1,
+                "batch_norm", "momentum", "in [0, 1]")
     if x.ndim < 2:
         raise fail(ShapeError, f"batch_norm: x must be (N, C, *spatial), got {x.type}")
     c = x.shape[1]
@@ -97,8 +103,15 @@ def layer_norm(x: Array, normalized_shape, weight: Array | None = None,
     (1, 3)
     """
     require_float(x, "layer_norm", "x")
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
-        tuple(normalized_shape)
+    shape = normalized_shape if isinstance(normalized_shape, (tuple, list)) else \
+        (normalized_shape,)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise fail(TypeError, f"layer_norm: normalized_shape must be an int or a tuple of "
+                              f"ints, got {normalized_shape!r}") from None
+    check_range(eps, static_real(eps, "layer_norm", "eps") >= 0, "layer_norm", "eps",
+                "non-negative (>= 0)")
     k = len(shape)
     if k == 0 or k > x.ndim or x.shape[x.ndim - k:] != shape:
         raise fail(ShapeError, f"layer_norm: normalized_shape {shape} must be the trailing "

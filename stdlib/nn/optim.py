@@ -23,12 +23,15 @@ import numpy as np
 
 from hlodsl.array import Array, array
 from hlodsl.dtypes import Inexact
+from hlodsl.errors import ShapeError
+from hlodsl.transforms.structures import leaf_paths
 from hlodsl.tree import flatten, tree_map, unflatten
 
 from ..data_types import astype
 from ..elementwise import sqrt
 from ..manipulation import fail, where
 from ..promotion import lift
+from ._args import check_range, static_real
 
 __all__ = ["Optimizer", "sgd", "adam", "tree_map"]
 
@@ -68,6 +71,8 @@ def sgd(lr: float, momentum: float = 0.0, nesterov: bool = False,
     >>> p                                              # -1, then -1 - (0.5 * 1 + 1)
     hlodsl.Array[float32, (1,)]([-2.5])
     """
+    _hyper("sgd", lr=lr, momentum=momentum, weight_decay=weight_decay)
+    static_real(dampening, "sgd", "dampening")
     if nesterov and (momentum <= 0 or dampening != 0):
         raise fail(ValueError, "sgd: nesterov needs momentum > 0 and dampening 0")
 
@@ -77,9 +82,10 @@ def sgd(lr: float, momentum: float = 0.0, nesterov: bool = False,
                 "step": array(np.int32(0))}
 
     def update(grads, state, params):
+        _check_state(state, ("momentum", "step"), "sgd")
         first = state["step"] == 0
         leaves, treedef = flatten(params)
-        grads = _same(grads, treedef, "sgd", "grads")
+        grads = _grads(grads, leaves, treedef, "sgd")
         bufs = _same(state["momentum"], treedef, "sgd", "state['momentum']") if momentum \
             else [None] * len(leaves)
         new_params, new_bufs = [], []
@@ -113,12 +119,18 @@ def adam(lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
     >>> p                                               # the first step moves by about lr
     hlodsl.Array[float32, (1,)]([0.9000007])
     """
+    _hyper("adam", lr=lr, eps=eps, weight_decay=weight_decay)
+    for name, beta in (("b1", b1), ("b2", b2)):
+        check_range(beta, 0 <= static_real(beta, "adam", name) < 1, "adam", name,
+                    "in [0, 1)")
+
     def init(params):
         _check_params(params, "adam")
         return {"step": array(np.int32(0)), "mu": tree_map(_zeros_like, params),
                 "nu": tree_map(_zeros_like, params)}
 
     def update(grads, state, params):
+        _check_state(state, ("step", "mu", "nu"), "adam")
         step = state["step"] + 1
 
         def one(g, p, m, v):
@@ -134,7 +146,7 @@ def adam(lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
 
         leaves, treedef = flatten(params)
         triples = [one(g, p, m, v) for g, p, m, v in zip(
-            _same(grads, treedef, "adam", "grads"), leaves,
+            _grads(grads, leaves, treedef, "adam"), leaves,
             _same(state["mu"], treedef, "adam", "state['mu']"),
             _same(state["nu"], treedef, "adam", "state['nu']"))]
         new_params = unflatten(treedef, [t[0] for t in triples])
@@ -147,5 +159,33 @@ def adam(lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
 def _same(tree, treedef, what: str, name: str) -> list:
     leaves, other = flatten(tree)
     if other != treedef:
-        raise fail(ValueError, f"{what}: {name} must have the parameters' structure")
+        raise fail(ValueError, f"{what}: {name} must have the parameters' structure "
+                               f"{leaf_paths(treedef, 'params')}, got "
+                               f"{leaf_paths(other, name)}")
     return leaves
+
+
+def _grads(grads, params: list, treedef, what: str) -> list:
+    """The gradient leaves, each of its parameter's shape and element type."""
+    leaves = _same(grads, treedef, what, "grads")
+    for path, g, p in zip(leaf_paths(treedef, "grads"), leaves, params):
+        if not isinstance(g, Array) or g.type != p.type:
+            got = g.type if isinstance(g, Array) else f"{type(g).__name__} {g!r}"
+            raise fail(ShapeError, f"{what}: {path} is {got}, but its parameter is {p.type}; "
+                                   "each gradient must have its parameter's shape and "
+                                   "element type")
+    return leaves
+
+
+def _hyper(what: str, **values) -> None:
+    """Hyperparameters that are static real numbers >= 0 (as torch.optim checks them)."""
+    for name, value in values.items():
+        check_range(value, static_real(value, what, name) >= 0, what, name,
+                    "non-negative (>= 0)")
+
+
+def _check_state(state, keys: tuple[str, ...], what: str) -> None:
+    if not isinstance(state, dict) or set(state) != set(keys):
+        got = sorted(state) if isinstance(state, dict) else type(state).__name__
+        raise fail(ValueError, f"{what}: state must be what {what}(...).init(params) returns, "
+                               f"a dict with keys {list(keys)}, got {got}")

@@ -16,17 +16,18 @@ True
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from hlodsl import ops
 from hlodsl.array import Array, array
-from hlodsl.dtypes import Floating, element_type, float32, float64, uint32, uint64
+from hlodsl.dtypes import Floating, UnsignedInteger, float32, float64, uint32, uint64
 
 from ..creation import zeros_like
-from ..manipulation import fail
+from ..manipulation import as_dtype, as_int, fail
 from ..promotion import lift
-from ._args import require_array
+from ._args import check_range, require_array, static_real, static_shape
 
 __all__ = ["key", "split", "random_bits", "uniform", "normal", "bernoulli", "dropout"]
 
@@ -49,14 +50,20 @@ def key(seed: int):
     >>> key(42)
     hlodsl.Array[uint64, (2,)]([42,  0])
     """
-    seed = int(seed)
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise fail(TypeError, f"key: seed must be an int in [0, 2**64), got "
+                              f"{type(seed).__name__} {seed!r}") from None
     if not 0 <= seed < 2 ** 64:
         raise fail(ValueError, f"key: seed {seed} must be in [0, 2**64)")
     return array(np.array([seed, 0], np.uint64))
 
 
 def _check_key(k, what: str) -> Array:
-    require_array(k, what, "key")
+    if not isinstance(k, Array):
+        raise fail(TypeError, f"{what}: key must be a uint64[2] array (from nn.key(seed) or "
+                              f"nn.split), got {type(k).__name__} {k!r}")
     if k.dtype is not uint64 or k.shape != (2,):
         raise fail(TypeError, f"{what}: a key is a uint64[2] array (from nn.key or "
                               f"nn.split), got {k.type}")
@@ -70,9 +77,10 @@ def split(k: Array, num: int = 2):
     3
     """
     _check_key(k, "split")
-    if int(num) < 1:
+    num = as_int(num, "split", "num")
+    if num < 1:
         raise fail(ValueError, f"split: num must be >= 1, got {num}")
-    return _split(k, int(num))
+    return _split(k, num)
 
 
 @_compiled
@@ -88,7 +96,12 @@ def random_bits(k: Array, shape, dtype=uint32):
     uint32
     """
     _check_key(k, "random_bits")
-    return ops.RngBitGenerator(_ALGORITHM, tuple(shape), element_type(dtype))(k)[1]
+    shape = static_shape(shape, "random_bits")
+    dtype = as_dtype(dtype, "random_bits")
+    if not issubclass(dtype, UnsignedInteger):
+        raise fail(TypeError, f"random_bits: dtype must be an unsigned integer type (uint8, "
+                              f"uint16, uint32, uint64), got {dtype.__name__}")
+    return ops.RngBitGenerator(_ALGORITHM, shape, dtype)(k)[1]
 
 
 def _unit_uniform(k: Array, shape, dtype) -> Array:
@@ -111,7 +124,7 @@ def _unit_uniform(k: Array, shape, dtype) -> Array:
 
 
 def _float_dtype(dtype, what: str):
-    dtype = element_type(dtype)
+    dtype = as_dtype(dtype, what)
     if not issubclass(dtype, Floating):
         raise fail(TypeError, f"{what}: dtype must be floating-point, got {dtype.__name__}")
     return dtype
@@ -125,7 +138,12 @@ def uniform(k: Array, shape, dtype=float32, minval: float = 0.0, maxval: float =
     (True, True)
     """
     _check_key(k, "uniform")
-    return _uniform(k, tuple(shape), _float_dtype(dtype, "uniform"), minval, maxval)
+    shape = static_shape(shape, "uniform")
+    static_real(minval, "uniform", "minval")
+    static_real(maxval, "uniform", "maxval")
+    check_range(minval, minval <= maxval, "uniform", "minval",
+                f"<= maxval ({maxval!r}), the interval is [minval, maxval)")
+    return _uniform(k, shape, _float_dtype(dtype, "uniform"), minval, maxval)
 
 
 @_compiled
@@ -145,7 +163,11 @@ def normal(k: Array, shape, dtype=float32, mean: float = 0.0, std: float = 1.0):
     (True, True)
     """
     _check_key(k, "normal")
-    return _normal(k, tuple(shape), _float_dtype(dtype, "normal"), mean, std)
+    shape = static_shape(shape, "normal")
+    static_real(mean, "normal", "mean")
+    check_range(std, static_real(std, "normal", "std") >= 0, "normal", "std",
+                "non-negative (>= 0)")
+    return _normal(k, shape, _float_dtype(dtype, "normal"), mean, std)
 
 
 @_compiled
@@ -173,7 +195,11 @@ def bernoulli(k: Array, p: float, shape):
     >>> bernoulli(key(0), 1.0, (3,))
     hlodsl.Array[pred, (3,)]([ True,  True,  True])
     """
-    u = uniform(k, shape)
+    _check_key(k, "bernoulli")
+    if not isinstance(p, Array):  # an array of probabilities is only known at run time
+        check_range(p, 0 <= static_real(p, "bernoulli", "p") <= 1, "bernoulli", "p",
+                    "a probability in [0, 1]")
+    u = uniform(k, static_shape(shape, "bernoulli"))
     return ops.Compare("LT")(u, ops.Broadcast(u.shape)(lift(p, float32)))
 
 
@@ -192,10 +218,12 @@ def dropout(k: Array, x: Array, rate: float, training: bool = True):
     True
     """
     require_array(x, "dropout", "x")
+    static_real(rate, "dropout", "rate")
     if not 0 <= rate <= 1:
         raise fail(ValueError, f"dropout: rate must be in [0, 1], got {rate}")
     if not training or rate == 0:
         return x
+    _check_key(k, "dropout")
     zeros = zeros_like(x)
     if rate == 1:
         return ops.Multiply()(x, zeros)

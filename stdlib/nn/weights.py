@@ -60,6 +60,9 @@ def from_torch(state_dict, nested: bool = False):
     >>> from_torch(torch.nn.Linear(3, 2).state_dict())["weight"].shape   # doctest: +SKIP
     (2, 3)
     """
+    if not isinstance(state_dict, Mapping):
+        raise fail(TypeError, f"from_torch: state_dict must be a mapping (name -> tensor, as "
+                              f"module.state_dict() gives), got {type(state_dict).__name__}")
     import torch  # lazily: torch is a test-time dependency only
 
     out = {}
@@ -76,8 +79,14 @@ def nest(flat: Mapping[str, object]):
     >>> nest({"layers.0.w": 1, "layers.1.w": 2, "head.b": 3})
     {'layers': [{'w': 1}, {'w': 2}], 'head': {'b': 3}}
     """
+    if not isinstance(flat, Mapping):
+        raise fail(TypeError, f"nest: expects a mapping of dotted names to values, got "
+                              f"{type(flat).__name__}")
     root: dict = {}
     for name, value in flat.items():
+        if not isinstance(name, str):
+            raise fail(TypeError, f"nest: every key must be a str (a dotted name such as "
+                                  f"'layers.0.weight'), got {type(name).__name__} {name!r}")
         node, parts = root, name.split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
