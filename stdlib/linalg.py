@@ -91,6 +91,17 @@ def matmul(A: Array, B: Array):  # noqa: F811
         A = ops.Reshape((1, A.shape[0]))(A)
     if b_vec:
         B = ops.Reshape((B.shape[0], 1))(B)
+    if B.ndim == 2 and A.ndim > 2:
+        # (..., m, k) @ (k, n): the free batch dimensions of A join its rows, as
+        # jnp.matmul does, instead of copying B once per batch entry (a broadcast XLA
+        # keeps: a transformer step's weight gradients became one dot per entry).
+        out = ops.Dot(lhs_contracting=(A.ndim - 1,), rhs_contracting=(0,))(A, B)
+        return ops.Reshape(out.shape[:-1])(out) if b_vec else out
+    if A.ndim == 2 and B.ndim > 2:  # (m, k) @ (..., k, n): the same from the right
+        out = ops.Dot(lhs_contracting=(1,), rhs_contracting=(B.ndim - 2,))(A, B)
+        k = B.ndim - 2  # out is (m, ..., n): move m before n
+        out = ops.Transpose((*range(1, k + 1), 0, k + 1))(out)
+        return ops.Reshape(out.shape[:-2] + out.shape[-1:])(out) if a_vec else out
     batch = broadcast_shapes(A.shape[:-2], B.shape[:-2], what="matmul", operands=types)
     A = broadcast_to(A, batch + A.shape[-2:])
     B = broadcast_to(B, batch + B.shape[-2:])

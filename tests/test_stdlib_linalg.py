@@ -398,3 +398,14 @@ F23 = hd.array(np.ones((2, 3)))
 def test_errors_name_the_function_and_shapes(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("a, b", [((2, 3, 4, 5), (5, 6)), ((2, 3, 4, 5), (5,)),
+                                  ((4, 5), (2, 3, 5, 6)), ((5,), (2, 3, 5, 6))])
+def test_matmul_with_a_two_dimensional_side_does_not_copy_it_per_batch_entry(a, b):
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal(a).astype(np.float32), rng.standard_normal(b).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(xp.matmul(hd.array(A), hd.array(B))),
+                               np.matmul(A, B), rtol=1e-5, atol=1e-5)
+    text = hd.code_hlo(xp.matmul, hd.array(A), hd.array(B))
+    assert " broadcast(" not in text and text.count(" dot(") == 1
