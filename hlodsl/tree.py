@@ -45,6 +45,10 @@ def static_key(value) -> tuple:
     (False, True)
     """
     t = type(value)
+    if t is int or t is str or t is bool or value is None:  # the common cases, first
+        return (t, value)
+    if t is tuple and all(type(v) is int for v in value):  # dimension numbers, shapes
+        return (t, value)
     if t is float:
         return (t, _FLOAT.pack(value))
     if t is complex:

@@ -12,6 +12,9 @@ import numpy as np
 
 from hlodsl import ops
 from hlodsl.array import Array, array
+from hlodsl.cache import BoundedCache
+from hlodsl.graph import current_builder
+from hlodsl.structural import Constant
 from hlodsl.dtypes import Bool, Integer, element_type
 
 from .data_types import result_type
@@ -40,7 +43,21 @@ def lift(x, dtype):
         info = np.iinfo(dtype.np_dtype)
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} does not fit in {dtype.__name__}")
-    return array(np.asarray(x, dtype=dtype.np_dtype))
+    host = np.asarray(x, dtype=dtype.np_dtype)
+    if current_builder() is not None:  # staging: a constant of the program, not a transfer
+        return Constant(host)()
+    if host.ndim:
+        return array(host)
+    # Eagerly, a scalar operand (x * 0.99) would be a device transfer per call: the
+    # arrays of recent scalars are kept (arrays are immutable, so they can be shared).
+    key = (host.dtype.str, host.tobytes())
+    cached = _SCALARS.get(key)
+    if cached is None:
+        cached = _SCALARS.put(key, array(host))
+    return cached
+
+
+_SCALARS = BoundedCache(1024, "eager scalar operands")
 
 
 def promote(*xs) -> list[Array]:
