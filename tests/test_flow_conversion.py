@@ -457,3 +457,31 @@ def test_non_scalar_condition_and_opt_out():
         hd.compile(f)(hd.array(np.float32([1, 2])))
     with pytest.raises(hd.StagingError, match=re.escape("Python `if`/`while`/`bool()` needs")):
         hd.compile(sign_of, convert=False)(hd.array(np.float32([1, 2])))
+
+
+# -- functions reached through transformations are converted too ---------------------------
+
+def _signed_square_sum(x):
+    if xp.sum(x) > 0:
+        y = x * x
+    else:
+        y = -x
+    return xp.sum(y)
+
+
+def _step_down_above_five(i, c):
+    if c > 5:
+        c = c - 1.0
+    return c + 1.0
+
+
+def test_functions_given_to_transformations_and_control_flow_are_converted():
+    x = hd.array(np.float32([1, 2]))
+    np.testing.assert_array_equal(np.asarray(hd.compile(lambda v: hd.grad(_signed_square_sum)(v))(x)), [2, 4])
+    np.testing.assert_array_equal(np.asarray(hd.compile(lambda v: hd.grad(_signed_square_sum)(v))(-x)), [-1, -1])
+    assert float(hd.compile(lambda v: hd.jvp(_signed_square_sum, (v,), (v,))[1])(x)) == 10
+    assert float(hd.compile(lambda v: hd.cond(xp.sum(v) > 0, _signed_square_sum,
+                                              _signed_square_sum, v))(x)) == 5
+    assert float(hd.compile(lambda v: hd.fori_loop(0, 9, _step_down_above_five,
+                                                   xp.sum(v)))(x)) == 6
+    assert float(hd.compile(lambda v: hd.vmap(_signed_square_sum)(v))(x[None])[0]) == 5

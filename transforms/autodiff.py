@@ -45,6 +45,7 @@ from hlodsl.ops._ad import zeros_like_array
 from hlodsl.rules import jvp_rule, transformations, vjp_rule
 from hlodsl.tree import _Static, flatten, unflatten
 
+from .flow import convert
 from .structures import error, name_of, show
 from .traces import JvpTrace, Tape, alias, differentiable, leaves_of, rebuild
 
@@ -161,6 +162,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
 
 
 def _vjp(f: Callable, primals: tuple, has_aux: bool, what: str):
+    f = convert(f)  # its Python control flow on arrays, as hd.compile converts it
     leaves, tree = _as_leaves(what, primals, "primal")
     with Tape() as tape:
         inputs = [alias(x) for x in leaves]
@@ -244,10 +246,11 @@ def _value_and_grad(f: Callable, argnums, has_aux: bool, what: str):
     _check_callable(what, f)
     _argnums(argnums, what)
     label = f"{what} of {name_of(f)!r}"
+    converted = convert(f)
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
-        g, diff = _argnums_call(f, args, kwargs, argnums, label)
+        g, diff = _argnums_call(converted, args, kwargs, argnums, label)
         res = _vjp(g, diff, has_aux, label)
         out, pullback = res[0], res[1]
         # A real scalar only: the gradient of a complex output is not defined
@@ -303,6 +306,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, has_aux: bool = False):
 def _jvp(f: Callable, primals, tangents, has_aux: bool, what: str):
     """``jvp``, with errors that name ``what`` (hvp, hessian)."""
     _check_callable(what, f)
+    f = convert(f)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise error(TypeError, f"{what}(f, primals, tangents): primals and tangents must be "
                                f"tuples, got {type(primals).__name__} and "

@@ -35,6 +35,7 @@ import numpy as np
 from hlodsl.array import Array
 from .body import Body
 from .eager import eager, run_eagerly
+from .flow.conversion import convert
 from .structures import (
     check_carry, error, flatten_lifting, leaf_paths, name_of, rename, show, types_of,
 )
@@ -68,6 +69,7 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any):
     (hlodsl.Array[float32, (2,)]([2., 4.]), hlodsl.Array[float32, (2,)]([-1., -2.]))
     """
     _check_callables("cond", true_fn=true_fn, false_fn=false_fn)
+    true_fn, false_fn = convert(true_fn), convert(false_fn)  # as hd.compile converts
     for what, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
         _check_arity("cond", what, fn, len(operands),
                      f"{what}(*operands) with {len(operands)} operand(s)")
@@ -114,6 +116,7 @@ def switch(index: Any, branches, *operands: Any):
     if not branches:
         raise error(ValueError, "switch: needs at least one branch")
     _check_callables("switch", **{f"branches[{i}]": f for i, f in enumerate(branches)})
+    branches = tuple(convert(f) for f in branches)
     for i, fn in enumerate(branches):
         _check_arity("switch", f"branches[{i}]", fn, len(operands),
                      f"branches[{i}](*operands) with {len(operands)} operand(s)")
@@ -153,6 +156,7 @@ def while_loop(cond_fn: Callable, body_fn: Callable, init: Any):
     hlodsl.Array[int32, ()](111)
     """
     _check_callables("while_loop", cond_fn=cond_fn, body_fn=body_fn)
+    cond_fn, body_fn = convert(cond_fn), convert(body_fn)
     for what, fn in (("cond_fn", cond_fn), ("body_fn", body_fn)):
         _check_arity("while_loop", what, fn, 1, f"{what}(state)")
     if eager():
@@ -180,6 +184,7 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable, init: Any):
     hlodsl.Array[float32, ()](1024.)
     """
     _check_callables("fori_loop", body_fn=body_fn)
+    body_fn = convert(body_fn)
     _check_arity("fori_loop", "body_fn", fn=body_fn, n=2, call="body_fn(i, carry)")
     check = _carry_checker("fori_loop", "body_fn", "init", init)
     if _is_static_int(lower) and _is_static_int(upper):
@@ -229,6 +234,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
     hlodsl.Array[float32, (4,)]([10.,  9.,  7.,  4.])
     """
     _check_callables("scan", f=f)
+    f = convert(f)
     _check_arity("scan", "f", f, 2, "f(carry, x)")
     if length is not None and (not _is_static_int(length) or int(length) < 0):
         raise error(ValueError, f"scan: length must be a non-negative Python int, "

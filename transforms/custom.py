@@ -14,6 +14,7 @@ from hlodsl.graph import current_builder
 from hlodsl.ops._ad import zeros_like_array
 from hlodsl.tree import flatten, unflatten
 
+from .flow.conversion import convert
 from .traces import JvpTrace, Paused, Tape, differentiable
 
 __all__ = ["custom_vjp", "custom_jvp"]
@@ -60,12 +61,12 @@ class custom_vjp:
         tapes = [t for t in STATE.traces if isinstance(t, Tape) and t.active
                  and t.builder is builder and t.sees(leaves)]
         if not tapes:
-            return self.fun(*args)
+            return convert(self.fun)(*args)
         with Paused(tapes):
-            out, residuals = self.fwd(*args)
+            out, residuals = convert(self.fwd)(*args)
         out_leaves, out_tree = flatten(out)
         n_args = len(args)
-        bwd, name = self.bwd, self.__name__
+        bwd, name = convert(self.bwd), self.__name__
 
         def rule(ct, _out):
             cts = bwd(residuals, unflatten(out_tree, list(ct)))
@@ -117,7 +118,7 @@ class custom_jvp:
         traces = [t for t in STATE.traces if isinstance(t, JvpTrace) and t.active
                   and t.builder is builder and t.sees(leaves)]
         if not traces or self.jvp_fn is None:
-            return self.fun(*args)
+            return convert(self.fun)(*args)
         # The innermost forward trace uses the rule; outer transformations (paused
         # ones aside) differentiate through what the rule computes.
         trace = traces[-1]
@@ -126,7 +127,7 @@ class custom_jvp:
                     (zeros_like_array(x) if differentiable(x) else None)
                     for t, x in zip(tangents, leaves)]
         with trace.paused():
-            out, t_out = self.jvp_fn(args, unflatten(tree, tangents))
+            out, t_out = convert(self.jvp_fn)(args, unflatten(tree, tangents))
         out_leaves, _ = flatten(out)
         for o, t in zip(out_leaves, flatten(t_out)[0]):
             trace.set(o, t)
