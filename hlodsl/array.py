@@ -90,7 +90,7 @@ class Array(metaclass=ArrayMeta):
     @classmethod
     def __init_type_parameter__(cls, dtype=ElementType, shape=_ANY_SHAPE):
         if not (isinstance(dtype, type) and issubclass(dtype, ElementType)):
-            dtype = element_type(dtype)
+            dtype = element_type(dtype, caller="Array")
         if shape is not _ANY_SHAPE:
             if isinstance(shape, int):
                 shape = (shape,)
@@ -157,7 +157,8 @@ class Array(metaclass=ArrayMeta):
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a rank-0 array")
+            raise TypeError(f"len() of a rank-0 array ({self.type}): a scalar has no len; "
+                            "len() needs an array of at least 1 dimension")
         return self.shape[0]
 
     @property
@@ -207,20 +208,31 @@ class Array(metaclass=ArrayMeta):
     def __bool__(self) -> bool:
         self._require_value("Python `if`/`while`/`bool()`")
         if self.size != 1:
-            raise ValueError(f"the truth value of an array of shape {self.shape} is ambiguous")
+            raise ValueError(f"bool(): the truth value of an array of shape {self.shape} "
+                             f"({self.type}) is ambiguous: only size-1 arrays convert to bool; "
+                             "use xp.any(x) or xp.all(x)")
         return bool(np.asarray(self))
 
     def __int__(self) -> int:
         self._require_value("int()")
+        self._require_scalar("int")
         return int(np.asarray(self))
 
     def __float__(self) -> float:
         self._require_value("float()")
+        self._require_scalar("float")
         return float(np.asarray(self))
 
     def __complex__(self) -> complex:
         self._require_value("complex()")
+        self._require_scalar("complex")
         return complex(np.asarray(self))
+
+    def _require_scalar(self, to: str) -> None:
+        if self.ndim:  # as numpy 2 and the array API: no implicit x[0] for shape (1,)
+            raise TypeError(f"{to}() of an array of shape {self.shape} ({self.type}): only "
+                            f"scalar (0-dimensional, one element) arrays convert to a Python "
+                            f"{to}; index or reduce it first")
 
     def __index__(self) -> int:
         self._require_value("use as a Python index")
@@ -368,9 +380,9 @@ def array(x, dtype=None) -> Array:
         x = np.asarray(x)
     if dtype is None and runtime.is_buffer(x):  # a jax array: immutable, so shared
         return Array._from_buffer(runtime.adopt(x), ArrayType(element_type(x.dtype), x.shape))
-    np_dtype = None if dtype is None else element_type(dtype).np_dtype
-    host = np.asarray(x, dtype=np_dtype)
-    t = ArrayType(element_type(host.dtype), host.shape)
+    np_dtype = None if dtype is None else element_type(dtype, caller="array").np_dtype
+    host = _to_host(x, np_dtype)
+    t = ArrayType(element_type(host.dtype, caller="array"), host.shape)
     # Arrays are immutable values: data that someone else can still write (a numpy
     # array, a buffer, a torch tensor) is copied; numpy's own conversion of Python
     # values (and any dtype conversion) already made a private array.
@@ -380,6 +392,42 @@ def array(x, dtype=None) -> Array:
 
 
 _PYTHON_VALUES = (bool, int, float, complex, list, tuple, np.generic)
+
+
+def _to_host(x, np_dtype) -> np.ndarray:
+    """``np.asarray(x, np_dtype)``, its failures (and its object arrays) said as ``array``'s."""
+    try:
+        host = np.asarray(x, dtype=np_dtype)
+    except OverflowError as e:
+        raise OverflowError(f"array: {e} (converting {_what(x, np_dtype)})") from None
+    except ValueError as e:
+        if "inhomogeneous" in str(e):
+            raise ValueError(f"array: ragged nested sequence {_short(x)} (its shape is "
+                             "inhomogeneous); nested lists must be rectangular, each level "
+                             "of the same length") from None
+        raise ValueError(f"array: cannot convert {_what(x, np_dtype)}: {e}") from None
+    except TypeError as e:
+        raise TypeError(f"array: cannot convert {_what(x, np_dtype)} ({e}); give a number, "
+                        "a bool, a (nested) list of them or an array") from None
+    if host.dtype == object and not isinstance(x, np.ndarray):
+        for v in host.flat:  # numpy keeps ints beyond 64 bits as Python objects
+            if isinstance(v, int) and not -2**63 <= v < 2**64:
+                raise OverflowError(f"array: the Python int {_short(v)} is too large: "
+                                    "XLA's integers are at most 64-bit (int64, uint64)")
+        raise TypeError(f"array: cannot convert {_what(x, None)}: numpy makes an object "
+                        "array of it, which has no XLA element type; give a number, a bool, "
+                        "a (nested) list of them or an array of a supported element type")
+    return host
+
+
+def _what(x, np_dtype) -> str:
+    to = "an array" if np_dtype is None else np.dtype(np_dtype).name
+    return f"{'None' if x is None else f'{type(x).__name__} {_short(x)}'} to {to}"
+
+
+def _short(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _unpickle(host: np.ndarray) -> Array:
@@ -426,6 +474,17 @@ class Token:
 
     def __repr__(self) -> str:
         return f"Token(<symbolic {self._node.name}>)"
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle a Token: tokens exist only inside a staged program "
+                        "(hlodsl.compile), where they order side effects; they have no value "
+                        "to save")
+
+    def __copy__(self) -> Token:
+        return self  # a symbolic value: copies are the token itself, as for arrays
+
+    def __deepcopy__(self, memo) -> Token:
+        return self
 
 Scalar = Array[ElementType, ()]
 Vector = Array[ElementType, (None,)]

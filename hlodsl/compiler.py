@@ -100,6 +100,7 @@ class Compiled:
 
     def __init__(self, fn, name: str | None = None, convert: bool = True,
                  cache_size: int | None = None):
+        _check_arguments(fn, cache_size)
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "compiled")
         self.convert = convert
@@ -241,6 +242,31 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<hlodsl.compile({self.name}): {len(self._entries)} signature(s)>"
+
+    def __reduce__(self):
+        # Its executables live in this process's XLA client; they have no portable form.
+        raise TypeError(f"cannot pickle compile({self.name}): compiled functions are not "
+                        "picklable (their executables belong to this process); pickle the "
+                        "function itself, or the arrays, and compile it again where it is "
+                        "loaded")
+
+
+def _check_arguments(fn, cache_size) -> None:
+    if not callable(fn):
+        raise TypeError(f"compile({_short(fn)}): fn must be a callable (a function), got "
+                        f"{type(fn).__name__}")
+    if cache_size is not None and (
+            isinstance(cache_size, bool) or not isinstance(cache_size, int)):
+        raise TypeError(f"compile({getattr(fn, '__name__', 'fn')}): cache_size must be a "
+                        f"positive int or None, got {cache_size!r} ({type(cache_size).__name__})")
+    if cache_size is not None and cache_size < 1:
+        raise ValueError(f"compile({getattr(fn, '__name__', 'fn')}): cache_size must be a "
+                         f"positive int (at least 1 signature) or None, got {cache_size}")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def compile(fn=None, *, name: str | None = None, convert: bool = True,

@@ -129,25 +129,36 @@ def all_element_types() -> tuple[type[ElementType], ...]:
     return tuple(_BY_HLO.values())
 
 
-def element_type(x) -> type[ElementType]:
+def element_type(x, *, caller: str | None = None) -> type[ElementType]:
     """The element type for a numpy dtype, a numpy scalar type, or an element type.
+
+    ``caller`` (a function's name) starts the error message, if any.
 
     >>> element_type(np.float32), element_type("bfloat16")
     (float32, bfloat16)
+    >>> element_type("float99", caller="zeros")
+    Traceback (most recent call last):
+    TypeError: zeros: 'float99' does not name an XLA element type; supported: pred, ...
     """
     if isinstance(x, type) and issubclass(x, ElementType):
         return x
     if x is None:  # np.dtype(None) is float64: never what a missing dtype means
-        raise TypeError("None does not name an XLA element type; give one (hd.float32, ...)")
+        raise _unknown("None does not name an XLA element type; give one", caller)
     try:
         dt = np.dtype(x)
     except TypeError:
-        raise TypeError(f"{x!r} does not name an XLA element type") from None
+        raise _unknown(f"{x!r} does not name an XLA element type", caller) from None
     try:
         return _BY_NUMPY[dt]
     except KeyError:
-        names = ", ".join(t.__name__ for t in all_element_types())
-        raise TypeError(f"numpy dtype {dt} has no XLA element type; supported: {names}") from None
+        raise _unknown(f"numpy dtype {dt} has no XLA element type", caller) from None
+
+
+def _unknown(message: str, caller: str | None) -> TypeError:
+    names = ", ".join(t.__name__ for t in all_element_types())
+    prefix = f"{caller}: " if caller else ""
+    return TypeError(f"{prefix}{message}; supported: {names} (hlodsl.float32, ..., or their "
+                     "numpy dtypes)")
 
 
 def from_hlo(name: str) -> type[ElementType]:

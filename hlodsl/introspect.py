@@ -47,7 +47,11 @@ class CodeText(str):
                 f'padding:8px">{text}</pre>')
 
 
-def _staged(f, args, kwargs):
+def _staged(f, args, kwargs, caller: str):
+    if not callable(f):
+        shown = repr(f) if len(repr(f)) <= 40 else repr(f)[:37] + "..."
+        raise TypeError(f"{caller}: f must be a callable (the function to stage), got "
+                        f"{type(f).__name__} {shown}; call it as {caller}(f, *args)")
     fn = f.staged_fn if isinstance(f, Compiled) else f
     name = f.name if isinstance(f, Compiled) else getattr(f, "__name__", "f")
     return stage(fn, args, kwargs, name), name
@@ -77,7 +81,7 @@ def _typed(comp: Computation) -> list[str]:
 
 def code_typed(f, *args, **kwargs) -> CodeText:
     """The staged program of ``f`` for these arguments, one op call per line."""
-    staged, name = _staged(f, args, kwargs)
+    staged, name = _staged(f, args, kwargs, "code_typed")
     comp = staged.computation
     params = ", ".join(f"{n}: {_type_str(p.type)}"
                        for p, n in zip(comp.params, comp.param_names))
@@ -94,9 +98,13 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, **kwargs)
     the executable of its cache entry for these arguments: compiled once, and
     the one its calls run.
     """
+    for flag, value in (("optimize", optimize), ("metadata", metadata)):
+        if not isinstance(value, bool):
+            raise TypeError(f"code_hlo: {flag} must be True or False (a bool), got {value!r} "
+                            f"({type(value).__name__})")
     if optimize and isinstance(f, Compiled):
         return CodeText(f.entry(*args, **kwargs).exe.optimized_hlo())
-    staged, name = _staged(f, args, kwargs)
+    staged, name = _staged(f, args, kwargs, "code_hlo")
     if not optimize:
         return CodeText(module_text(staged.computation, name, metadata=metadata))
     exe = compile_hlo(module_text(staged.computation, name))

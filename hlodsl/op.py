@@ -62,8 +62,70 @@ def frozen(cls=None, **kwargs):
     if kwargs.get("eq", True) is not False:
         kwargs.setdefault("cache_hash", True)  # ops are hashed by every eager call and node
     if cls is None:
-        return lambda c: attrs.frozen(c, **kwargs)
-    return attrs.frozen(cls, **kwargs)
+        return lambda c: _checked_init(attrs.frozen(c, **kwargs))
+    return _checked_init(attrs.frozen(cls, **kwargs))
+
+
+def _checked_init(cls):
+    """Make a wrong construction (``Exp(x)``, ``Reshape((3,), 1, 2)``) name the op class.
+
+    Python's own complaint names the class that defined ``__init__`` (``Unary``,
+    not ``Exp``) and does not say that arrays go in the call, not the constructor.
+    """
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return cls
+
+    def __init__(self, *args, **kwargs):
+        try:
+            init(self, *args, **kwargs)
+        except TypeError as e:
+            _check_construction(type(self), init, args, kwargs, e)
+            raise  # the arguments bind: a converter or a check refused a value
+
+    __init__.__signature__ = inspect.signature(init)
+    __init__.__doc__, __init__.__qualname__ = init.__doc__, init.__qualname__
+    cls.__init__ = __init__
+    return cls
+
+
+def _check_construction(cls, init, args, kwargs, error: TypeError) -> None:
+    """Raise a TypeError naming ``cls`` if ``args``/``kwargs`` do not fit its static operands."""
+    try:
+        inspect.signature(init).bind(None, *args, **kwargs)
+    except TypeError:
+        pass
+    else:
+        return
+    name = cls.__name__
+    given = ", ".join([_describe(a) for a in args] +
+                      [f"{k}={_describe(v)}" for k, v in kwargs.items()])
+    call = f"{name}()({_operand_names(cls)})"
+    fields = [f.name for f in attrs.fields(cls) if f.init] if attrs.has(cls) else []
+    if not fields:
+        raise TypeError(f"{name}({given}): {name} has no static operands; the arrays it "
+                        f"applies to go in the call, as {call}") from None
+    if len(args) > len(fields):
+        why = f"got {len(args)} positional arguments"
+    else:
+        why = str(error).replace(f"{init.__qualname__}()", name)
+    raise TypeError(f"{name}({given}): {why}; {name} takes the static operands "
+                    f"({', '.join(fields)}), and the arrays it applies to go in the call, as "
+                    f"{name}(...)({_operand_names(cls)})") from None
+
+
+def _describe(value) -> str:
+    if _is_array(value):
+        return f"<array {value.type}>"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _operand_names(cls) -> str:
+    if not hasattr(cls, "result_type"):
+        return "..."
+    params = list(_shape_rule_signature(cls).parameters.values())[1:]
+    return ", ".join(p.name if p.kind is not p.VAR_POSITIONAL else "*operands" for p in params)
 
 
 def _static_operands(cls, fields):
@@ -227,7 +289,9 @@ class Composite(HloOp):
         raise NotImplementedError(f"{type(self).__name__} has no expand()")
 
     def stage(self, builder, args):
-        self.result_type(*(a.type for a in args))  # the shape rule still guards the call
+        types = tuple(a.type for a in args)
+        check_arity(self, types)
+        self.result_type(*types)  # the shape rule still guards the call
         return self.expand(*args)
 
     def emit(self, operands, operand_types, result_type, ctx) -> str:

@@ -86,9 +86,23 @@ def stage_types(fn, treedef, in_types: tuple, name: str | None = None) -> Staged
         s_args, s_kwargs = unflatten(treedef, sym)
         out = fn(*s_args, **s_kwargs)
         out_leaves, out_tree = flatten(out)
+        if not out_leaves:
+            _no_arrays(out, name)
         out_nodes = tuple(b.node_of(x) for x in out_leaves)
         root = _root(b, out_nodes, name)
     return Staged(b.finish(root), out_tree, tuple(n.type for n in out_nodes), in_types)
+
+
+def _no_arrays(out, name: str) -> None:
+    """A staged function whose result holds no array: say what it returned instead."""
+    if isinstance(out, (tuple, list, dict)) and not out:
+        return  # an empty structure: _root says it returned no arrays
+    shown = repr(out)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    kind = type(out).__name__
+    raise staging_error(f"staged function '{name}' returned {'an' if kind[0] in 'aeiou' else 'a'} "
+                        f"{kind} ({shown}), not arrays; it must return hlodsl arrays (or "
+                        "tuples, lists or dicts of them)")
 
 
 def _root(b: Builder, nodes: tuple, name: str, force_tuple: bool = False):

@@ -20,11 +20,20 @@ from .types import ArrayType, TupleType
 __all__ = ["Parameter", "Constant", "Tuple", "GetTupleElement"]
 
 
+def _index(value) -> int:
+    """Converter: a non-negative Python or numpy int (``hlodsl.op.frozen`` names the op)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"expected a non-negative int, got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"expected a non-negative int, got {value}")
+    return int(value)
+
+
 @frozen
 class Parameter(HloOp, opcode="parameter"):
     """The ``index``-th parameter of a computation; created by staging, not by users."""
 
-    index: int
+    index: int = attrs.field(converter=_index)
 
     def result_type(self, *operand_types):
         raise TypeError("parameters are created by staging (hlodsl.compile), not called")
@@ -49,7 +58,11 @@ class Constant(HloOp, opcode="constant"):
     value: np.ndarray = attrs.field(converter=_as_host)
 
     def __attrs_post_init__(self):
-        element_type(self.value.dtype)  # rejects dtypes XLA has no element type for
+        try:  # rejects dtypes XLA has no element type for
+            element_type(self.value.dtype)
+        except TypeError as e:
+            raise TypeError(f"Constant: static operand value (a numpy array of dtype "
+                            f"{self.value.dtype}) is not valid: {e}") from None
 
     def _key(self):
         return (self.value.dtype.str, self.value.shape, self.value.tobytes())
@@ -90,7 +103,7 @@ class Tuple(HloOp, opcode="tuple"):
 class GetTupleElement(HloOp, opcode="get-tuple-element"):
     """Element ``index`` of a tuple-shaped operand (emitted by staging for tuple results)."""
 
-    index: int
+    index: int = attrs.field(converter=_index)
 
     def result_type(self, tuple_type):
         require(isinstance(tuple_type, TupleType), self, (tuple_type,),

@@ -7,7 +7,8 @@ import numpy as np
 from hlodsl.dtypes import Floating
 from hlodsl.errors import require
 
-__all__ = ["integer", "flag", "dims", "sizes", "one_of", "check_dims", "check_permutation",
+__all__ = ["integer", "non_negative", "real", "function", "functions", "optional", "flag",
+           "dims", "sizes", "one_of", "check_dims", "check_permutation",
            "check_one_float_precision", "dims_text"]
 
 # Converters of static operands. They refuse what does not mean what it looks
@@ -27,6 +28,70 @@ def integer(value) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"expected an int, got {value!r} ({type(value).__name__})")
     return int(value)
+
+
+def non_negative(value) -> int:
+    """Converter: an ``integer`` that is >= 0 (a dimension number, an index, a count).
+
+    >>> non_negative(0)
+    0
+    >>> non_negative(-1)
+    Traceback (most recent call last):
+    ValueError: expected a non-negative int, got -1
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"expected a non-negative int, got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ValueError(f"expected a non-negative int, got {value}")
+    return int(value)
+
+
+def real(value) -> float:
+    """Converter: a real number, as a float (not a bool, a string or None).
+
+    >>> real(1), real(np.float32(0.5))
+    (1.0, 0.5)
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"expected a real number (a float), got {value!r} "
+                        f"({type(value).__name__})")
+    return float(value)
+
+
+def function(value):
+    """Converter: a callable (a Python function), staged into a sub-computation.
+
+    >>> function(None)
+    Traceback (most recent call last):
+    TypeError: expected a callable (a Python function), got None (NoneType)
+    """
+    if not callable(value):
+        raise TypeError(f"expected a callable (a Python function), got {value!r} "
+                        f"({type(value).__name__})")
+    return value
+
+
+def functions(value) -> tuple:
+    """Converter: a sequence of callables, to a tuple."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"expected a sequence of callables (Python functions), got {value!r} "
+                        f"({type(value).__name__})")
+    value = tuple(value)
+    for i, f in enumerate(value):
+        if not callable(f):
+            raise TypeError(f"expected a sequence of callables (Python functions), but "
+                            f"element {i} is {f!r} ({type(f).__name__})")
+    return value
+
+
+def optional(convert):
+    """Converter factory: None, or what ``convert`` makes of the value."""
+
+    def convert_or_none(value):
+        return None if value is None else convert(value)
+
+    return convert_or_none
 
 
 def flag(value) -> bool:
@@ -58,7 +123,10 @@ def one_of(*allowed: str):
     """Converter factory: a string, case-insensitive, among ``allowed`` (returned upper-case)."""
 
     def choice(value) -> str:
-        if not isinstance(value, str) or value.upper() not in allowed:
+        if not isinstance(value, str):
+            raise TypeError(f"expected one of {', '.join(allowed)} (a str), got {value!r} "
+                            f"({type(value).__name__})")
+        if value.upper() not in allowed:
             raise ValueError(f"expected one of {', '.join(allowed)}, got {value!r}")
         return value.upper()
 

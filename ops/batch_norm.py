@@ -13,12 +13,15 @@ are taken over every other dimension.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from hlodsl.dtypes import Floating
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType, TupleType
+
+from ._checks import non_negative, real
 
 __all__ = ["BatchNormTraining", "BatchNormInference", "BatchNormGrad"]
 
@@ -52,8 +55,8 @@ class _BatchNorm(HloOp):
 class BatchNormTraining(_BatchNorm, opcode="batch-norm-training"):
     """``(normalised, batch_mean, batch_var)`` from operand, scale and offset."""
 
-    epsilon: float
-    feature_index: int
+    epsilon: float = attrs.field(converter=real)
+    feature_index: int = attrs.field(converter=non_negative)
 
     def result_type(self, x, scale, offset):
         feature = self._check(x, (scale, offset), (x, scale, offset))
@@ -70,8 +73,8 @@ class BatchNormTraining(_BatchNorm, opcode="batch-norm-training"):
 class BatchNormInference(_BatchNorm, opcode="batch-norm-inference"):
     """Normalise with given statistics: operand, scale, offset, mean, variance."""
 
-    epsilon: float
-    feature_index: int
+    epsilon: float = attrs.field(converter=real)
+    feature_index: int = attrs.field(converter=non_negative)
 
     def result_type(self, x, scale, offset, mean, variance):
         self._check(x, (scale, offset, mean, variance), (x, scale, offset, mean, variance))
@@ -87,8 +90,8 @@ class BatchNormInference(_BatchNorm, opcode="batch-norm-inference"):
 class BatchNormGrad(_BatchNorm, opcode="batch-norm-grad"):
     """``(grad_operand, grad_scale, grad_offset)`` from operand, scale, mean, variance, grad."""
 
-    epsilon: float
-    feature_index: int
+    epsilon: float = attrs.field(converter=real)
+    feature_index: int = attrs.field(converter=non_negative)
 
     def result_type(self, x, scale, mean, variance, grad):
         types = (x, scale, mean, variance, grad)

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+import attrs
+
 from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
+
+from ._checks import function
 
 __all__ = ["Call"]
 
@@ -24,12 +28,7 @@ __all__ = ["Call"]
 class Call(HloOp, opcode="call"):
     """``computation(*operands)``; several results come back as a tuple."""
 
-    computation: Callable
-
-    def __attrs_post_init__(self):
-        if not callable(self.computation):
-            raise ValueError(f"{self!r}: computation must be a Python callable, "
-                             f"got {type(self.computation).__name__}")
+    computation: Callable = attrs.field(converter=function)
 
     def result_type(self, *types):
         # The computation's own shape rules check the operands (at the user's line).

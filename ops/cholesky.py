@@ -9,11 +9,14 @@ hlodsl.Array[float32, (2, 2)](
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from hlodsl.dtypes import ComplexFloating, Floating
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
+
+from ._checks import flag
 
 __all__ = ["Cholesky"]
 
@@ -34,11 +37,7 @@ class Cholesky(HloOp, opcode="cholesky"):
     input may be indefinite. (The unread triangle comes back zero on CPU.)
     """
 
-    lower: bool = True
-
-    def __attrs_post_init__(self):
-        if not isinstance(self.lower, (bool, np.bool_)):
-            raise ValueError(f"{self!r}: lower must be a bool")
+    lower: bool = attrs.field(converter=flag, default=True)
 
     def result_type(self, a):
         require(issubclass(a.dtype, (Floating, ComplexFloating)), self, (a,),

@@ -23,16 +23,34 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType
 
+from ._checks import flag, function, integer, non_negative, optional
+
 __all__ = ["AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute",
            "CollectiveBroadcast"]
 
 
+def _sequence(value, what: str, whole) -> tuple:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"expected a sequence of {what}, got {whole!r}" +
+                        ("" if value is whole else f": {value!r} ({type(value).__name__}) "
+                         "is not a sequence"))
+    return tuple(value)
+
+
 def _groups(value) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(int(d) for d in g) for g in value)
+    """Converter: groups of device ids, such as ``((0, 1), (2, 3))``."""
+    what = "groups of device ids (tuples of ints), such as ((0, 1), (2, 3))"
+    return tuple(tuple(integer(d) for d in _sequence(g, what, value))
+                 for g in _sequence(value, what, value))
 
 
 def _pairs(value) -> tuple[tuple[int, int], ...]:
-    return tuple((int(s), int(t)) for s, t in value)
+    """Converter: (source, target) pairs of device ids."""
+    what = "(source, target) pairs of device ids (ints)"
+    pairs = tuple(_sequence(p, what, value) for p in _sequence(value, what, value))
+    if any(len(p) != 2 for p in pairs):
+        raise ValueError(f"expected a sequence of {what}, got {value!r}")
+    return tuple((integer(s), integer(t)) for s, t in pairs)
 
 
 def _groups_text(groups) -> str:
@@ -83,10 +101,10 @@ class _Collective(HloOp):
 class AllReduce(_Collective, opcode="all-reduce"):
     """Every device gets the reduction (by ``computation``) of all group members' operands."""
 
-    computation: Callable
+    computation: Callable = attrs.field(converter=function)
     replica_groups: tuple = attrs.field(converter=_groups, default=())
-    channel_id: int | None = None
-    use_global_device_ids: bool = False
+    channel_id: int | None = attrs.field(converter=optional(non_negative), default=None)
+    use_global_device_ids: bool = attrs.field(converter=flag, default=False)
 
     def __attrs_post_init__(self):
         self._check_groups(need=False)
@@ -104,10 +122,10 @@ class AllReduce(_Collective, opcode="all-reduce"):
 class AllGather(_Collective, opcode="all-gather"):
     """Concatenate the group members' operands along ``dimension``, in group order."""
 
-    dimension: int
+    dimension: int = attrs.field(converter=non_negative)
     replica_groups: tuple = attrs.field(converter=_groups)
-    channel_id: int | None = None
-    use_global_device_ids: bool = False
+    channel_id: int | None = attrs.field(converter=optional(non_negative), default=None)
+    use_global_device_ids: bool = attrs.field(converter=flag, default=False)
 
     def __attrs_post_init__(self):
         self._check_groups(need=True)
@@ -126,11 +144,11 @@ class AllGather(_Collective, opcode="all-gather"):
 class ReduceScatter(_Collective, opcode="reduce-scatter"):
     """All-reduce, then device i of a group keeps the i-th block along ``dimension``."""
 
-    computation: Callable
-    dimension: int
+    computation: Callable = attrs.field(converter=function)
+    dimension: int = attrs.field(converter=non_negative)
     replica_groups: tuple = attrs.field(converter=_groups)
-    channel_id: int | None = None
-    use_global_device_ids: bool = False
+    channel_id: int | None = attrs.field(converter=optional(non_negative), default=None)
+    use_global_device_ids: bool = attrs.field(converter=flag, default=False)
 
     def __attrs_post_init__(self):
         self._check_groups(need=True)
@@ -152,9 +170,9 @@ class ReduceScatter(_Collective, opcode="reduce-scatter"):
 class AllToAll(_Collective, opcode="all-to-all"):
     """Split along ``dimension`` into group-size blocks, send block j to member j, concatenate."""
 
-    dimension: int
+    dimension: int = attrs.field(converter=non_negative)
     replica_groups: tuple = attrs.field(converter=_groups)
-    channel_id: int | None = None
+    channel_id: int | None = attrs.field(converter=optional(non_negative), default=None)
 
     use_global_device_ids = False  # not an attribute of all-to-all
 
@@ -174,7 +192,7 @@ class CollectivePermute(HloOp, opcode="collective-permute"):
     """Device ``t`` receives the operand of device ``s`` for each pair; others get zeros."""
 
     source_target_pairs: tuple = attrs.field(converter=_pairs)
-    channel_id: int | None = None
+    channel_id: int | None = attrs.field(converter=optional(non_negative), default=None)
 
     def __attrs_post_init__(self):
         sources = [s for s, _ in self.source_target_pairs]
@@ -200,7 +218,7 @@ class CollectiveBroadcast(_Collective, opcode="collective-broadcast"):
     """
 
     replica_groups: tuple = attrs.field(converter=_groups)
-    channel_id: int | None = None
+    channel_id: int | None = attrs.field(converter=optional(non_negative), default=None)
 
     use_global_device_ids = False
 

@@ -24,6 +24,14 @@ _DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_
 _TYPES = ("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED")
 
 
+def _upper(value) -> str:
+    """Converter of ``direction``: a str, case-insensitive (checked against the list after)."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected one of {', '.join(sorted(_DIRECTIONS))} (a str), got "
+                        f"{value!r} ({type(value).__name__})")
+    return value.upper()
+
+
 def _default_type(dtype) -> str:
     if issubclass(dtype, (Floating, ComplexFloating)):
         return "FLOAT"
@@ -52,7 +60,7 @@ class Compare(HloOp, opcode="compare"):
     one XLA infers from the element type.
     """
 
-    direction: str = attrs.field(converter=str.upper)
+    direction: str = attrs.field(converter=_upper)
     comparison_type: str | None = None
 
     def __attrs_post_init__(self):

@@ -29,6 +29,8 @@ from hlodsl.staging import stage_computation
 from hlodsl.structural import Tuple
 from hlodsl.types import ArrayType, TupleType
 
+from ._checks import function, functions, optional
+
 __all__ = ["Conditional"]
 
 
@@ -52,9 +54,9 @@ class Conditional(HloOp, opcode="conditional"):
     the length of a tuple of arrays; passing tuples at the call sets it.
     """
 
-    true_computation: Callable | None = None
-    false_computation: Callable | None = None
-    branch_computations: tuple[Callable, ...] = attrs.field(converter=tuple, default=())
+    true_computation: Callable | None = attrs.field(converter=optional(function), default=None)
+    false_computation: Callable | None = attrs.field(converter=optional(function), default=None)
+    branch_computations: tuple[Callable, ...] = attrs.field(converter=functions, default=())
     operand_sizes: tuple[int | None, ...] | None = attrs.field(converter=_sizes, default=None)
 
     def __attrs_post_init__(self):
@@ -65,10 +67,6 @@ class Conditional(HloOp, opcode="conditional"):
         if not self.branch_computations and any(f is None for f in pair):
             raise ValueError(f"{self!r}: needs both true_computation and false_computation, "
                              "or a non-empty branch_computations")
-        for fn in self.branches:
-            if not callable(fn):
-                raise ValueError(f"{self!r}: branch computations must be Python callables, "
-                                 f"got {type(fn).__name__}")
         sizes = self.operand_sizes
         if sizes is not None and (len(sizes) != len(self.branches)
                                   or any(s is not None and s < 0 for s in sizes)):

@@ -24,7 +24,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType, TokenType, TupleType
 
-from ._checks import check_permutation, dims_text
+from ._checks import check_permutation, dims_text, flag
 
 __all__ = ["CustomCall"]
 
@@ -82,18 +82,21 @@ class CustomCall(HloOp, opcode="custom-call"):
     target: str
     out_type: ArrayType | TupleType | TokenType = attrs.field(converter=_out_type)
     backend_config: str = attrs.field(converter=_config, default="")
-    has_side_effect: bool = False
+    has_side_effect: bool = attrs.field(converter=flag, default=False)
     api_version: str = attrs.field(converter=_api_version, default="API_VERSION_TYPED_FFI")
     operand_layouts: tuple[tuple[int, ...], ...] | None = attrs.field(
         converter=_layouts, default=None)
 
     def __attrs_post_init__(self):
-        if not isinstance(self.target, str) or not self.target:
+        if not isinstance(self.target, str):
+            raise TypeError(f"{self!r}: target must be the name (a str) of a custom-call "
+                            f"target, got {type(self.target).__name__}")
+        if not self.target:
             raise ValueError(f"{self!r}: target must be the name of a custom-call target")
         types = self.out_type.elements if isinstance(self.out_type, TupleType) else (self.out_type,)
         if not isinstance(self.out_type, _TYPES) or not all(isinstance(t, _TYPES) for t in types):
-            raise ValueError(f"{self!r}: out_type must be an ArrayType, TokenType or a tuple "
-                             "of them (a custom call's result type cannot be inferred)")
+            raise TypeError(f"{self!r}: out_type must be an ArrayType, TokenType or a tuple "
+                            "of them (a custom call's result type cannot be inferred)")
         if self.api_version not in _API_VERSIONS:
             raise ValueError(f"{self!r}: api_version must be one of {_API_VERSIONS}")
         typed = self.api_version == "API_VERSION_TYPED_FFI"

@@ -16,7 +16,7 @@ from hlodsl.dtypes import ElementType, Number, element_type
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import sizes
+from ._checks import integer, sizes
 
 __all__ = ["Iota"]
 
@@ -27,7 +27,7 @@ class Iota(HloOp, opcode="iota"):
 
     dtype: type[ElementType] = attrs.field(converter=element_type)
     shape: tuple[int, ...] = attrs.field(converter=sizes)
-    iota_dimension: int = 0
+    iota_dimension: int = attrs.field(converter=integer, default=0)
 
     def __attrs_post_init__(self):
         if not issubclass(self.dtype, Number):  # XLA has no pred iota

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+import attrs
 
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType
 
-from ._checks import check_one_float_precision, dims_text
+from ._checks import check_one_float_precision, dims_text, function
 
 __all__ = ["Map"]
 
@@ -25,7 +26,7 @@ __all__ = ["Map"]
 class Map(HloOp, opcode="map"):
     """``computation`` applied to corresponding elements of same-shape operands."""
 
-    computation: Callable
+    computation: Callable = attrs.field(converter=function)
 
     def _comp(self, types):
         return stage_computation(self.computation, tuple(ArrayType(t.dtype, ()) for t in types))

@@ -9,12 +9,14 @@ hlodsl.Array[float32, (1,)]([1.])
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from hlodsl.dtypes import Floating
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 
+from ._checks import integer
 from .unary import Unary
 
 __all__ = ["RoundNearestAfz", "ReducePrecision"]
@@ -41,8 +43,8 @@ class ReducePrecision(HloOp, opcode="reduce-precision"):
     Emulates narrower formats: (8, 7) is bfloat16, (5, 10) is float16.
     """
 
-    exponent_bits: int
-    mantissa_bits: int
+    exponent_bits: int = attrs.field(converter=integer)
+    mantissa_bits: int = attrs.field(converter=integer)
 
     def __attrs_post_init__(self):
         if self.exponent_bits < 1 or self.mantissa_bits < 0:

@@ -31,7 +31,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import check_dims, check_one_float_precision, dims, dims_text
+from ._checks import check_dims, check_one_float_precision, dims, dims_text, function
 
 __all__ = ["Reduce"]
 
@@ -55,7 +55,7 @@ class Reduce(HloOp, opcode="reduce"):
     outside: ``Add()(Reduce(add, dims)(x, 0), v)``.
     """
 
-    computation: Callable
+    computation: Callable = attrs.field(converter=function)
     dimensions: tuple[int, ...] = attrs.field(converter=dims)
 
     def __attrs_post_init__(self):

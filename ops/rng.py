@@ -18,7 +18,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import dims
+from ._checks import sizes
 
 __all__ = ["Rng", "RngBitGenerator"]
 
@@ -38,7 +38,7 @@ class Rng(HloOp, opcode="rng"):
     interned = False  # two draws are two draws, even with equal operands
 
     distribution: str
-    shape: tuple[int, ...] = attrs.field(converter=dims)
+    shape: tuple[int, ...] = attrs.field(converter=sizes)
 
     def __attrs_post_init__(self):
         if self.distribution not in _DISTRIBUTIONS:
@@ -66,7 +66,7 @@ class RngBitGenerator(HloOp, opcode="rng-bit-generator"):
     interned = False
 
     algorithm: str
-    shape: tuple[int, ...] = attrs.field(converter=dims)
+    shape: tuple[int, ...] = attrs.field(converter=sizes)
     dtype: type[ElementType] = attrs.field(converter=element_type, default=uint64)
 
     def __attrs_post_init__(self):

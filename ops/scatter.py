@@ -26,7 +26,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import dims, dims_text, flag, integer
+from ._checks import dims, dims_text, flag, function, integer
 from .gather import check_disjoint, check_sorted_unique, index_batch_shape
 
 __all__ = ["Scatter"]
@@ -36,7 +36,7 @@ __all__ = ["Scatter"]
 class Scatter(HloOp, opcode="scatter"):
     """Operands with update windows combined in by ``computation``; one result per operand."""
 
-    computation: Callable
+    computation: Callable = attrs.field(converter=function)
     update_window_dims: tuple[int, ...] = attrs.field(converter=dims)
     inserted_window_dims: tuple[int, ...] = attrs.field(converter=dims)
     scatter_dims_to_operand_dims: tuple[int, ...] = attrs.field(converter=dims)

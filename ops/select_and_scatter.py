@@ -23,7 +23,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType
 
-from ._checks import dims
+from ._checks import dims, function
 from .reduce_window import (check_window, ones, pairs, takes, window_shape, window_text,
                             zero_pads)
 
@@ -42,8 +42,8 @@ class SelectAndScatter(HloOp, opcode="select-and-scatter"):
     ``scatter(acc, value)``. The result has the operand's shape and type.
     """
 
-    select: Callable
-    scatter: Callable
+    select: Callable = attrs.field(converter=function)
+    scatter: Callable = attrs.field(converter=function)
     window_dimensions: tuple[int, ...] = attrs.field(converter=dims)
     window_strides: tuple[int, ...] = attrs.field(
         converter=dims, default=attrs.Factory(ones, takes_self=True))

@@ -23,7 +23,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import flag, integer
+from ._checks import flag, function, integer
 from .reduce_window import takes
 
 __all__ = ["Sort"]
@@ -37,7 +37,7 @@ class Sort(HloOp, opcode="sort"):
     comes before the other) in their original order.
     """
 
-    comparator: Callable
+    comparator: Callable = attrs.field(converter=function)
     dimension: int = attrs.field(converter=integer)
     is_stable: bool = attrs.field(default=False, converter=flag)
 

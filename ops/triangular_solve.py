@@ -17,7 +17,7 @@ from hlodsl.dtypes import ComplexFloating, Floating
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 
-from ._checks import one_of
+from ._checks import flag, one_of
 
 __all__ = ["TriangularSolve"]
 
@@ -36,15 +36,12 @@ class TriangularSolve(HloOp, opcode="triangular-solve"):
     (conjugate transpose). A zero on a read diagonal gives infs/NaNs, no error.
     """
 
-    left_side: bool
-    lower: bool
-    unit_diagonal: bool = False
+    left_side: bool = attrs.field(converter=flag)
+    lower: bool = attrs.field(converter=flag)
+    unit_diagonal: bool = attrs.field(converter=flag, default=False)
     transpose_a: str = attrs.field(converter=one_of(*_TRANSPOSES), default="NO_TRANSPOSE")
 
     def __attrs_post_init__(self):
-        for name in ("left_side", "lower", "unit_diagonal"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{self!r}: {name} must be a bool")
         if self.transpose_a not in _TRANSPOSES:
             raise ValueError(f"{self!r}: transpose_a must be one of {_TRANSPOSES}")
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import attrs
+
 from hlodsl.dtypes import pred
 from hlodsl.errors import require, user_location
 from hlodsl.op import HloOp, frozen, wrap_node
@@ -24,13 +26,9 @@ from hlodsl.staging import stage_computation
 from hlodsl.structural import Tuple
 from hlodsl.types import ArrayType, TupleType
 
+from ._checks import function
+
 __all__ = ["While"]
-
-
-def _check_callable(op, name: str, fn) -> None:
-    if not callable(fn):
-        raise ValueError(f"{op!r}: {name} must be a Python callable, "
-                         f"got {type(fn).__name__}")
 
 
 @frozen
@@ -41,12 +39,8 @@ class While(HloOp, opcode="while"):
     arrays); returns the final state as a tuple of arrays.
     """
 
-    condition: Callable
-    body: Callable
-
-    def __attrs_post_init__(self):
-        _check_callable(self, "condition", self.condition)
-        _check_callable(self, "body", self.body)
+    condition: Callable = attrs.field(converter=function)
+    body: Callable = attrs.field(converter=function)
 
     def __call__(self, *state):
         if len(state) == 1 and isinstance(state[0], (tuple, list)):

@@ -188,12 +188,16 @@ def test_conditional_bad_static_operands_fail_at_construction():
                    {"true_computation": scale, "false_computation": square,
                     "branch_computations": (scale,)},
                    {"branch_computations": ()},
-                   {"true_computation": scale, "false_computation": 3},
-                   {"branch_computations": (scale, "square")},
                    {"true_computation": scale, "false_computation": square,
                     "operand_sizes": (None,)},
                    {"branch_computations": (scale,), "operand_sizes": (-1,)}]:
         with pytest.raises(ValueError, match="Conditional"):
+            ops.Conditional(**kwargs)
+    # A computation that is not callable is the wrong type of static operand.
+    for kwargs, field in [({"true_computation": scale, "false_computation": 3},
+                           "false_computation"),
+                          ({"branch_computations": (scale, "square")}, "branch_computations")]:
+        with pytest.raises(TypeError, match=f"Conditional: static operand {field}=.*callable"):
             ops.Conditional(**kwargs)
 
 
@@ -334,7 +338,7 @@ def test_while_module_size_does_not_depend_on_the_trip_count():
 
 def test_while_bad_static_operands_fail_at_construction():
     for args in [(1, step), (below_limit, "step")]:
-        with pytest.raises(ValueError, match="While"):
+        with pytest.raises(TypeError, match="While: static operand .*callable"):
             ops.While(*args)
 
 
@@ -394,7 +398,7 @@ def test_call_emits_a_call_and_nests():
 
 
 def test_call_errors():
-    with pytest.raises(ValueError, match="Call"):
+    with pytest.raises(TypeError, match="Call: static operand computation='axpy' .*callable"):
         ops.Call("axpy")
     x, y = hd.array(np.ones((3, 4), np.float32)), hd.array(np.ones(4, np.float32))
     add = ops.Call(lambda a, b: ops.Add()(a, b))
@@ -565,7 +569,10 @@ def test_custom_call_unknown_target_is_an_xla_compile_error():
 
 def test_custom_call_bad_static_operands_fail_at_construction():
     f32 = ArrayType(np.float32, ())
-    for args, kwargs in [(("", f32), {}), (("t", "f32[]"), {}), (("t", (f32, "s32[]")), {}),
+    for args in [("t", "f32[]"), ("t", (f32, "s32[]"))]:  # not a type: the wrong type
+        with pytest.raises(TypeError, match="CustomCall.*out_type must be an ArrayType"):
+            ops.CustomCall(*args)
+    for args, kwargs in [(("", f32), {}),
                          (("t", f32), {"api_version": "API_VERSION_BOGUS"}),
                          (("t", f32, "uplo = 76 : ui8"), {}),
                          (("t", f32, {"x": [1, 2]}), {}), (("t", f32, {"x": float("nan")}), {}),
