@@ -57,3 +57,16 @@ def machine() -> str:
     return (f"{cpu}, {os.cpu_count()} cores; {load}Python {platform.python_version()}; "
             f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, plum {plum.__version__}; "
             f"XLA platform {runtime.platform()}")
+
+
+def main_of(prog: str, doc: str, cases, argv=None) -> None:
+    """``python -m benchmarks.<module> [--quick]``: run ``cases`` and print their table."""
+    import argparse
+
+    from .timing import settings
+
+    parser = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a fast smoke run")
+    cfg = settings(parser.parse_args(argv).quick)
+    print(f"Machine: {machine()}\n")
+    print(table([r for case in cases for r in case(cfg)]))

@@ -172,17 +172,9 @@ ALL = (per_example_gradients, batched_newton, nested_staging)
 
 
 def main(argv=None) -> None:
-    import argparse
+    from .report import main_of
 
-    from .report import machine, table
-    from .timing import settings
-
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.vmap",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a fast smoke run")
-    cfg = settings(parser.parse_args(argv).quick)
-    print(f"Machine: {machine()}\n")
-    print(table([r for case in ALL for r in case(cfg)]))
+    main_of("python -m benchmarks.vmap", __doc__, ALL, argv)
 
 
 if __name__ == "__main__":

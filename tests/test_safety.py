@@ -27,20 +27,15 @@ import hlodsl.stdlib as xp
 from hlodsl import StagingError, runtime
 from hlodsl.transforms.flow import StaleSourceWarning
 
+from buffers import aligned
 
-def _aligned(values: np.ndarray) -> np.ndarray:
-    """A copy of ``values`` at a 64-byte aligned address: what PJRT aliases on CPU."""
-    raw = np.empty(values.nbytes + 64, np.uint8)
-    offset = -raw.ctypes.data % 64
-    out = raw[offset:offset + values.nbytes].view(values.dtype).reshape(values.shape)
-    out[...] = values
-    return out
+
 
 
 # -- memory: an array never changes after it is made ---------------------------------------
 
 def test_array_does_not_alias_its_numpy_source():
-    src = _aligned(np.zeros(4, np.float32))
+    src = aligned(np.zeros(4, np.float32))
     h = hd.array(src)
     src[:] = 100
     np.testing.assert_array_equal(np.asarray(h), np.zeros(4, np.float32))
@@ -48,7 +43,7 @@ def test_array_does_not_alias_its_numpy_source():
 
 def test_compiled_call_is_not_disturbed_by_mutating_its_numpy_argument():
     f = hd.compile(lambda a: xp.sum(a * 2))
-    n = _aligned(np.ones(1 << 20, np.float32))
+    n = aligned(np.ones(1 << 20, np.float32))
     for _ in range(10):
         out = f(n)
         n[:] = np.nan  # while the program may still be running
@@ -62,7 +57,7 @@ def test_compiled_call_is_not_disturbed_by_mutating_its_numpy_argument():
     lambda v: v[::1],                         # a view
 ], ids=["ndarray", "memoryview", "view"])
 def test_writable_sources_are_copied(make):
-    src = make(_aligned(np.arange(4, dtype=np.float32)))  # aligned: what PJRT would alias
+    src = make(aligned(np.arange(4, dtype=np.float32)))  # aligned: what PJRT would alias
     h = hd.array(src)
     np.asarray(src)[:] = -1
     np.testing.assert_array_equal(np.asarray(h), np.arange(4, dtype=np.float32))

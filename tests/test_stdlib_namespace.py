@@ -18,6 +18,7 @@ import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl.errors import StagingError
 
+from buffers import aligned
 from strategies import Domain, arrays, shapes
 
 # The 2023.12 standard's names, from its function and constant lists.
@@ -327,13 +328,6 @@ def test_conformance_fixes():
 
 # -- DLPack --------------------------------------------------------------------------
 
-def _aligned(values: np.ndarray) -> np.ndarray:
-    """A copy of ``values`` at a 64-byte aligned address (what PJRT aliases on CPU)."""
-    raw = np.empty(values.nbytes + 64, np.uint8)
-    offset = -raw.ctypes.data % 64
-    out = raw[offset:offset + values.nbytes].view(values.dtype).reshape(values.shape)
-    out[...] = values
-    return out
 
 
 def _address(a) -> int:
@@ -363,7 +357,7 @@ def test_dlpack_bfloat16_through_jax():
 
 
 def test_from_dlpack_of_numpy_copies_unless_copy_false():
-    host = _aligned(np.arange(12, dtype=np.float32).reshape(3, 4))
+    host = aligned(np.arange(12, dtype=np.float32).reshape(3, 4))
     x = xp.from_dlpack(host, copy=False)
     assert _address_of_buffer(x) == host.ctypes.data  # aliased, as asked
     _same(x, host)
