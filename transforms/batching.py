@@ -38,11 +38,11 @@ from typing import Any, Callable
 import attrs
 
 from hlodsl.array import Array
-from hlodsl.context import STATE
 from hlodsl.graph import Computation
+from hlodsl.interpret import evaluate
 from hlodsl.ops import Broadcast, Transpose
 from hlodsl.rules import batch_rule, transformations
-from hlodsl.structural import GetTupleElement, Parameter, Tuple
+from hlodsl.structural import GetTupleElement, Tuple
 from hlodsl.tree import LEAF, _Static, flatten, unflatten
 from hlodsl.types import ArrayType
 
@@ -374,21 +374,7 @@ def batch_computation(comp: Computation, args: list, dims: list):
     context (observed by active transformations), batched by its ``batch_rule``
     where an operand is batched and applied as it is where none is.
     """
-    env: dict[int, tuple] = {id(p): (a, d) for p, a, d in zip(comp.params, args, dims)}
-    for node in comp.nodes:
-        if id(node) in env:
-            continue
-        op = node.op
-        if type(op) is Parameter:
-            raise TypeError(f"{comp.name}: parameter {op.index} is not bound")
-        values = [env[id(o)] for o in node.operands]
-        previous = STATE.location
-        STATE.location = node.loc or previous
-        try:
-            env[id(node)] = _apply(op, values)
-        finally:
-            STATE.location = previous
-    return env[id(comp.root)]
+    return evaluate(comp, list(zip(args, dims)), lambda node, values: _apply(node.op, values))
 
 
 def _apply(op, values: list) -> tuple:
