@@ -14,7 +14,7 @@ from .dtypes import (  # noqa: F401
 )
 from .settings import config  # noqa: F401
 from .errors import (  # noqa: F401
-    HloDslError, RecompileWarning, ShapeError, StagingError, XlaCompileError,
+    HloDslError, MemoryLimitError, RecompileWarning, ShapeError, StagingError, XlaCompileError,
 )
 from .types import ArrayType, TupleType  # noqa: F401
 from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
@@ -33,5 +33,6 @@ from .transforms import (  # noqa: E402,F401
     jvp, scan, switch, value_and_grad, vjp, vmap, while_loop,
 )
 from . import transforms, stdlib  # noqa: E402,F401
+from .transforms import passes  # noqa: E402,F401
 
 __version__ = "0.1.0"

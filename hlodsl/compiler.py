@@ -23,12 +23,12 @@ from .errors import RecompileWarning
 from .graph import current_builder
 from .printer import module_text
 from .runtime import Executable, compile_hlo
-from .settings import config
+from .settings import config, memory_size
 from .signature import describe
 from .staging import Staged, stage
 from .tree import LEAF, flatten, unflatten
 
-__all__ = ["compile", "Compiled", "use_conversion"]
+__all__ = ["compile", "Compiled", "use_conversion", "use_pipeline"]
 
 # The step that converts a function's Python control flow on arrays before it is
 # staged (hlodsl.transforms.flow.convert). The transformations layer hands it in
@@ -45,16 +45,42 @@ def _convert(fn):
     return _CONVERSION[0](fn) if _CONVERSION else fn
 
 
+# What runs passes over a staged program before it is compiled
+# (hlodsl.transforms.passes), handed in by the transformations layer as well.
+_PIPELINE: list = []
+
+
+def use_pipeline(runner) -> None:
+    """Make ``runner(staged, passes, memory_limit, build) -> Entry`` what compiles a
+    signature when ``compile`` is given ``passes`` or a ``memory_limit``.
+
+    ``build(staged)`` prints and compiles a (rewritten) staged program into an
+    ``Entry``; the runner returns the entry it settles on, its ``reports`` set.
+    """
+    _PIPELINE[:] = [runner]
+
+
+def build_entry(staged: Staged, name: str, passes=None, memory_limit: int | None = None):
+    """The cache entry of ``staged``: compiled as it is, or through the pass pipeline."""
+    if passes is None and memory_limit is None:
+        return Entry.build(staged, name)
+    if not _PIPELINE:
+        raise RuntimeError("passes over staged programs need hlodsl.transforms (import hlodsl)")
+    return _PIPELINE[0](staged, passes, memory_limit, lambda s: Entry.build(s, name))
+
+
 class Entry:
     """One compiled signature: the executable and how to wrap its outputs."""
 
-    __slots__ = ("staged", "exe", "out_classes", "out_tree", "single", "described", "fast_key")
+    __slots__ = ("staged", "exe", "out_classes", "out_tree", "single", "described", "fast_key",
+                 "reports")
 
     def __init__(self, staged: Staged, exe: Executable):
         from .array import array_class
 
         self.described: dict | None = None  # argument path -> what this signature holds
         self.fast_key: tuple | None = None  # the key of Compiled's positional-arrays table
+        self.reports: tuple = ()  # what the passes over the staged program changed
         self.staged = staged
         self.exe = exe
         self.out_classes = tuple(array_class(t) for t in staged.out_types)
@@ -96,11 +122,15 @@ class Compiled:
     stay compiled; the least recently used one is dropped, and its executable
     freed, past that. Compiling more than ``hlodsl.config.recompile_warning``
     signatures warns (``RecompileWarning``), naming the argument that changed.
+    ``passes`` and ``memory_limit`` rewrite each staged program before XLA
+    compiles it (``hlodsl.transforms.passes``; docs/memory.md).
     """
 
     def __init__(self, fn, name: str | None = None, convert: bool = True,
-                 cache_size: int | None = None):
+                 cache_size: int | None = None, memory_limit=None, passes=None):
         _check_arguments(fn, cache_size)
+        self.memory_limit = None if memory_limit is None else memory_size(memory_limit)
+        self.passes = _check_passes(passes, getattr(fn, "__name__", "fn"))
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "compiled")
         self.convert = convert
@@ -225,7 +255,8 @@ class Compiled:
         return self._staged_fn
 
     def _compile(self, args, kwargs) -> Entry:
-        return Entry.build(stage(self.staged_fn, args, kwargs, self.name), self.name)
+        return build_entry(stage(self.staged_fn, args, kwargs, self.name), self.name,
+                           self.passes, self.memory_limit)
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
@@ -235,6 +266,25 @@ class Compiled:
         if entry is None:
             entry = self._compile_entry(key, args, kwargs, leaves)
         return entry
+
+    def memory_stats(self, *args, **kwargs) -> dict[str, int]:
+        """XLA's compiled memory statistics (bytes) of this signature, known without running:
+        ``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``,
+        ``temp_size_in_bytes``, ``generated_code_size_in_bytes``.
+
+        >>> import numpy as np, hlodsl as hd
+        >>> f = hd.compile(lambda x: (x * 2).sum())
+        >>> f.memory_stats(hd.array(np.ones(1000, np.float32)))["argument_size_in_bytes"]
+        4000
+        """
+        return self.entry(*args, **kwargs).exe.memory_stats()
+
+    def report(self, *args, **kwargs) -> str:
+        """What the passes over the staged program changed for this signature, a line each."""
+        entry = self.entry(*args, **kwargs)
+        if not entry.reports:
+            return f"{self.name}: no passes ran (give compile passes or a memory_limit)"
+        return "\n".join(str(r) for r in entry.reports)
 
     def cache_size(self) -> int:
         """How many signatures are compiled and cached now."""
@@ -264,13 +314,27 @@ def _check_arguments(fn, cache_size) -> None:
                          f"positive int (at least 1 signature) or None, got {cache_size}")
 
 
+def _check_passes(passes, name: str):
+    if passes is None:
+        return None
+    if isinstance(passes, (str, bytes)) or not hasattr(passes, "__iter__"):
+        raise TypeError(f"compile({name}): passes must be a sequence of passes (callables "
+                        f"such as hlodsl.passes.MatrixChain()), got {_short(passes)}")
+    passes = tuple(passes)
+    for p in passes:
+        if not callable(p):
+            raise TypeError(f"compile({name}): each pass must be callable as "
+                            f"pass(computation, context), got {_short(p)}")
+    return passes
+
+
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def compile(fn=None, *, name: str | None = None, convert: bool = True,
-            cache_size: int | None = None):
+            cache_size: int | None = None, memory_limit=None, passes=None):
     """Stage ``fn`` into one HLO module per signature and run it with XLA.
 
     Usable as ``compile(f)`` or as a decorator ``@compile``. Arrays in the
@@ -280,9 +344,20 @@ def compile(fn=None, *, name: str | None = None, convert: bool = True,
     and the functions it calls become HLO control flow (``hlodsl.flow``);
     ``convert=False`` stages ``fn`` exactly as written. ``cache_size`` bounds the
     signatures kept compiled (default ``hlodsl.config.compile_cache_size``).
+
+    ``memory_limit`` (bytes, or ``"1GiB"``) makes each signature's temporary
+    memory (XLA's own count) stay under it: passes over the staged program
+    reorder dot chains, replace naive distance computations and split what
+    produces large tensors into loops over slices, or compiling raises
+    ``hlodsl.MemoryLimitError`` naming the tensor that could not be split.
+    ``passes`` gives the passes to run instead of that default pipeline
+    (``hlodsl.passes``). Both apply where the function is called, not when it
+    is inlined into another staged function.
     """
     if fn is None:
-        return lambda f: Compiled(f, name, convert, cache_size)
-    if isinstance(fn, Compiled):
+        return lambda f: Compiled(f, name, convert, cache_size, memory_limit, passes)
+    if isinstance(fn, Compiled) and memory_limit is None and passes is None:
         return fn
-    return Compiled(fn, name, convert, cache_size)
+    if isinstance(fn, Compiled):
+        fn = fn.fn
+    return Compiled(fn, name, convert, cache_size, memory_limit, passes)

@@ -13,7 +13,8 @@ from typing import NamedTuple
 from .context import STATE
 
 __all__ = [
-    "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "RecompileWarning",
+    "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
+    "RecompileWarning",
     "SourceLocation", "user_location", "require",
 ]
 
@@ -40,6 +41,10 @@ class StagingError(HloDslError):
 
 class XlaCompileError(HloDslError):
     """XLA rejected a module that hlodsl emitted."""
+
+
+class MemoryLimitError(HloDslError, MemoryError):
+    """A program cannot be made to fit its ``memory_limit`` (``hd.compile(f, memory_limit=...)``)."""
 
 
 class RecompileWarning(UserWarning):

@@ -20,10 +20,11 @@ import html
 import re
 
 from .array import array_class
-from .compiler import Compiled
+from .compiler import Compiled, _check_passes, build_entry
 from .graph import Computation
 from .printer import module_text
 from .runtime import compile_hlo
+from .settings import memory_size
 from .staging import stage
 from .types import ArrayType
 
@@ -89,22 +90,35 @@ def code_typed(f, *args, **kwargs) -> CodeText:
     return CodeText("\n".join(lines))
 
 
-def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, **kwargs) -> CodeText:
+def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=None,
+             memory_limit=None, **kwargs) -> CodeText:
     """The HLO module text of ``f`` for these arguments.
 
     ``optimize=False`` gives the module as hlodsl emits it (metadata with source
     lines included when ``metadata=True``); ``optimize=True`` compiles it and gives
     the module after XLA's HLO passes. For an ``hd.compile``d function that is
     the executable of its cache entry for these arguments: compiled once, and
-    the one its calls run.
+    the one its calls run. ``passes`` and ``memory_limit`` (as ``hd.compile``
+    takes them; a compiled function's own by default) show the module after
+    hlodsl's passes over the staged program.
     """
     for flag, value in (("optimize", optimize), ("metadata", metadata)):
         if not isinstance(value, bool):
             raise TypeError(f"code_hlo: {flag} must be True or False (a bool), got {value!r} "
                             f"({type(value).__name__})")
-    if optimize and isinstance(f, Compiled):
-        return CodeText(f.entry(*args, **kwargs).exe.optimized_hlo())
+    if isinstance(f, Compiled) and passes is None and memory_limit is None:
+        if optimize:
+            return CodeText(f.entry(*args, **kwargs).exe.optimized_hlo())
+        if f.passes is not None or f.memory_limit is not None:
+            entry = f.entry(*args, **kwargs)  # the rewritten program its calls run
+            return CodeText(module_text(entry.staged.computation, f.name, metadata=metadata))
     staged, name = _staged(f, args, kwargs, "code_hlo")
+    if passes is not None or memory_limit is not None:
+        limit = None if memory_limit is None else memory_size(memory_limit, "code_hlo: memory_limit")
+        entry = build_entry(staged, name, _check_passes(passes, name), limit)
+        if optimize:
+            return CodeText(entry.exe.optimized_hlo())
+        staged = entry.staged
     if not optimize:
         return CodeText(module_text(staged.computation, name, metadata=metadata))
     exe = compile_hlo(module_text(staged.computation, name))

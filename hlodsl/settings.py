@@ -14,8 +14,9 @@ next insertion.
 from __future__ import annotations
 
 import dataclasses
+import re
 
-__all__ = ["Config", "config"]
+__all__ = ["Config", "config", "memory_size", "format_bytes"]
 
 
 @dataclasses.dataclass
@@ -37,3 +38,40 @@ class Config:
 
 
 config = Config()
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def memory_size(value, what: str = "memory_limit") -> int:
+    """Bytes from an int or a string with a unit: ``"1GiB"``, ``"500 MB"``, ``"2e9"``.
+
+    >>> memory_size("1GiB"), memory_size("1.5 GB"), memory_size(4096)
+    (1073741824, 1500000000, 4096)
+    >>> memory_size("a lot")
+    Traceback (most recent call last):
+    ValueError: memory_limit: 'a lot' is not a size; give bytes (an int) or a number and a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB ("1GiB", "500 MB")
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"{what}: give bytes (an int) or a string such as \"1GiB\", got "
+                        f"{value!r} ({type(value).__name__})")
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", value)
+        unit = m and _UNITS.get(m.group(2).lower())
+        if not unit:
+            raise ValueError(f"{what}: {value!r} is not a size; give bytes (an int) or a number "
+                             "and a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB (\"1GiB\", "
+                             "\"500 MB\")")
+        value = float(m.group(1)) * unit
+    if value != value or value <= 0 or value == float("inf"):
+        raise ValueError(f"{what}: must be a positive number of bytes, got {value!r}")
+    return int(value)
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes in the largest binary unit that keeps it at least 1: ``"1.5 GiB"``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"

@@ -22,7 +22,7 @@ from hlodsl.dispatcher import dispatch as DISPATCHER
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-PACKAGES = ("hlodsl", "hlodsl.ops", "hlodsl.stdlib")
+PACKAGES = ("hlodsl", "hlodsl.ops", "hlodsl.stdlib", "hlodsl.transforms")
 # Pages written elsewhere that may hold no examples at all.
 MAY_HAVE_NO_EXAMPLES = {"benchmarks.md"}
 

@@ -16,10 +16,11 @@ from .batching import vmap
 from .control import cond, fori_loop, scan, switch, while_loop
 from .custom import custom_jvp, custom_vjp
 from .flow import StaleSourceWarning, convert
+from . import passes  # noqa: E402  (hands compile its pass pipeline)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "custom_vjp",
            "custom_jvp", "cond", "switch", "while_loop", "fori_loop", "scan", "convert",
-           "StaleSourceWarning", "vmap"]
+           "StaleSourceWarning", "vmap", "passes"]
 
 # hd.compile converts Python control flow on arrays with this step.
 _compiler.use_conversion(convert)

@@ -1,0 +1,96 @@
+"""The pass pipeline: how compile, code_hlo and Compiled run passes and report them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hlodsl as hd
+from hlodsl import ops
+from hlodsl.settings import format_bytes, memory_size
+from hlodsl.transforms.passes import rewrite
+
+
+class ExpLogToIdentity:
+    """A pass for the tests: exp(log(x)) -> x."""
+
+    name = "exp-log"
+
+    def __call__(self, comp, ctx):
+        changed = []
+
+        def rule(node, values, new):
+            if type(node.op) is ops.Exp and type(node.operands[0].op) is ops.Log:
+                changed.append(f"exp(log({node.operands[0].operands[0].type}))")
+                return new(node.operands[0].operands[0])
+            return None
+
+        return rewrite(comp, rule), changed
+
+
+def exp_log(x):
+    return ops.Exp()(ops.Log()(x)) * 2
+
+
+X = hd.array(np.float32([1, 2, 3]))
+
+
+def test_a_pass_rewrites_what_the_compiled_function_runs_and_says_so():
+    f = hd.compile(exp_log, passes=[ExpLogToIdentity()])
+    np.testing.assert_array_equal(np.asarray(f(X)), [2, 4, 6])
+    assert f.report(X) == "exp-log: 6 -> 4 instructions\n  exp(log(f32[3]))"
+    assert "exponential" not in hd.code_hlo(f, X)
+    assert "exponential" in hd.code_hlo(exp_log, X)
+    assert "exponential" not in hd.code_hlo(exp_log, X, passes=[ExpLogToIdentity()])
+
+
+def test_report_without_passes_says_none_ran():
+    assert "no passes ran" in hd.compile(exp_log).report(X)
+
+
+def test_memory_stats_are_xlas_counts_for_the_signature():
+    stats = hd.compile(exp_log).memory_stats(X)
+    assert stats["argument_size_in_bytes"] == 12 and stats["output_size_in_bytes"] == 12
+    assert {"temp_size_in_bytes", "generated_code_size_in_bytes"} <= set(stats)
+
+
+def test_compile_of_a_compiled_function_with_a_limit_makes_a_new_one():
+    f = hd.compile(exp_log)
+    assert hd.compile(f) is f
+    g = hd.compile(f, memory_limit="1MiB")
+    assert g is not f and g.memory_limit == 2**20
+
+
+@pytest.mark.parametrize("passes, message", [
+    ("split", "passes must be a sequence of passes"),
+    ([1], "each pass must be callable"),
+])
+def test_bad_passes_are_refused_at_compile(passes, message):
+    with pytest.raises(TypeError, match=message):
+        hd.compile(exp_log, passes=passes)
+
+
+@pytest.mark.parametrize("text, size", [
+    ("1GiB", 2**30), ("1.5 GB", 1_500_000_000), ("64 MiB", 64 * 2**20), ("2e3", 2000),
+    (4096, 4096), ("512kib", 512 * 1024),
+])
+def test_memory_sizes_read_units(text, size):
+    assert memory_size(text) == size
+
+
+@pytest.mark.parametrize("bad, error", [
+    ("a lot", ValueError), ("-1GiB", ValueError), (0, ValueError), (True, TypeError),
+    ([1], TypeError), (float("nan"), ValueError),
+])
+def test_bad_memory_limits_are_refused_at_compile(bad, error):
+    with pytest.raises(error, match="memory_limit"):
+        hd.compile(exp_log, memory_limit=bad)
+
+
+def test_format_bytes_picks_a_binary_unit():
+    assert [format_bytes(n) for n in (12, 2048, 3 * 2**30)] == ["12 B", "2.0 KiB", "3.0 GiB"]
+
+
+def test_memory_limit_error_is_a_memory_error():
+    assert issubclass(hd.MemoryLimitError, MemoryError)
+    assert issubclass(hd.MemoryLimitError, hd.HloDslError)

@@ -1,0 +1,146 @@
+"""The pass pipeline: passes run over a staged program between staging and printing.
+
+A pass is a callable ``pass_(computation, context) -> (computation, changes)``
+with a ``name``: it takes the staged entry computation and gives a new one and
+a list of lines saying what it changed (empty: nothing). ``run_passes`` runs a
+sequence of them and keeps a ``Report`` per pass. ``compile_with_passes`` is
+what ``hd.compile(f, passes=..., memory_limit=...)`` compiles a signature with:
+it runs the passes, compiles, and under a memory limit checks XLA's count of
+temporary bytes, asking the passes for smaller pieces (``context.attempt``)
+until the program fits or no pass can do better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import attrs
+
+from hlodsl.errors import MemoryLimitError
+from hlodsl.graph import Computation
+from hlodsl.ops import While
+from hlodsl.settings import format_bytes
+from hlodsl.structural import Parameter, Tuple
+from hlodsl.staging import Staged
+
+from .rewrite import nbytes
+
+__all__ = ["Pass", "PassContext", "Report", "run_passes", "compile_with_passes",
+           "default_passes", "MAX_ATTEMPTS"]
+
+#: Compiles tried under a memory limit before giving up (each asks the passes for smaller pieces).
+MAX_ATTEMPTS = 4
+
+
+class Pass(Protocol):
+    """What a pass is: a name, and a function of the program and the context."""
+
+    name: str
+
+    def __call__(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
+        ...
+
+
+@attrs.frozen
+class PassContext:
+    """What passes know beyond the program.
+
+    ``memory_limit``: bytes of temporary memory the program may use (None: no
+    limit). ``attempt``: 0 first; each later attempt follows a compile that
+    went over the limit, and passes that can should make pieces ``shrink``
+    times the size they first chose (at most half the last attempt's, less
+    where XLA's count was far over the limit).
+    """
+
+    memory_limit: int | None = None
+    attempt: int = 0
+    shrink: float = 1.0
+
+
+@attrs.frozen
+class Report:
+    """What one pass did: its name, a line per change, nodes before and after."""
+
+    name: str
+    changes: tuple[str, ...]
+    nodes_before: int
+    nodes_after: int
+
+    def __str__(self) -> str:
+        head = f"{self.name}: {self.nodes_before} -> {self.nodes_after} instructions"
+        if not self.changes:
+            return head + ", nothing changed"
+        return head + "".join(f"\n  {c}" for c in self.changes)
+
+
+def run_passes(staged: Staged, passes: Sequence[Pass], ctx: PassContext
+               ) -> tuple[Staged, tuple[Report, ...]]:
+    """``staged`` after each pass in turn, and what each one changed."""
+    comp = staged.computation
+    reports = []
+    for p in passes:
+        before = len(comp.nodes)
+        comp, changes = p(comp, ctx)
+        reports.append(Report(getattr(p, "name", type(p).__name__), tuple(changes), before,
+                              len(comp.nodes)))
+    return Staged(comp, staged.out_tree, staged.out_types, staged.in_types), tuple(reports)
+
+
+def default_passes(memory_limit: int | None) -> tuple[Pass, ...]:
+    """The passes ``hd.compile`` runs for a memory limit (none without one)."""
+    if memory_limit is None:
+        return ()
+    from .split import Split
+
+    return (Split(),)
+
+
+def compile_with_passes(staged: Staged, passes, memory_limit: int | None,
+                        build: Callable[[Staged], object]):
+    """The compiled entry of ``staged`` after ``passes`` (None: ``default_passes``).
+
+    Under ``memory_limit``, the entry's temporary bytes (XLA's compiled memory
+    statistics) must fit: otherwise the passes run again with a higher
+    ``attempt`` (smaller pieces), and past ``MAX_ATTEMPTS`` or when nothing
+    changes any more this raises ``MemoryLimitError`` naming the largest
+    tensors of the program and what the passes said about them.
+    """
+    passes = default_passes(memory_limit) if passes is None else tuple(passes)
+    previous, shrink = None, 1.0
+    for attempt in range(MAX_ATTEMPTS if memory_limit is not None else 1):
+        rewritten, reports = run_passes(staged, passes,
+                                        PassContext(memory_limit, attempt, shrink))
+        text_key = [r.changes for r in reports]
+        if previous is not None and text_key == previous:
+            break  # the passes could do no better than last time
+        previous = text_key
+        entry = build(rewritten)
+        entry.reports = reports
+        if memory_limit is None:
+            return entry
+        temp = entry.exe.memory_stats()["temp_size_in_bytes"]
+        if temp <= memory_limit:
+            return entry
+        shrink *= min(0.5, 0.8 * memory_limit / temp)
+    raise MemoryLimitError(_over_limit(staged.computation, reports, temp, memory_limit))
+
+
+def _over_limit(comp: Computation, reports, temp: int, limit: int) -> str:
+    # The user's own large values (not the loop state a pass made, nor the inputs).
+    big = sorted((n for n in comp.nodes if nbytes(n.type) > limit // 4
+                  and type(n.op) not in (Parameter, Tuple, While)),
+                 key=lambda n: -nbytes(n.type))[:3]
+    name = comp.name
+    lines = [f"{name}: the program needs {format_bytes(temp)} of temporary memory (XLA's "
+             f"count), over memory_limit={format_bytes(limit)}, and the passes could not "
+             "split it further."]
+    for n in big:
+        where = f" at {n.loc}" if n.loc else ""
+        lines.append(f"  largest: {type(n.op).__name__} -> {n.type} "
+                     f"({format_bytes(nbytes(n.type))}){where}")
+    said = [c for r in reports for c in r.changes if "cannot split" in c]
+    lines += [f"  {c}" for c in said[:5]]
+    lines.append("Raise the limit, or give the program a reduction (a dot, sum, max, top_k) "
+                 "that consumes the large tensor, so that it can be computed in pieces.")
+    return "\n".join(lines)
