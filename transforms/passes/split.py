@@ -43,13 +43,13 @@ from hlodsl.ops import (Add, Broadcast, Convert, DynamicSlice, DynamicUpdateSlic
                         Maximum, Minimum, Multiply)
 from hlodsl.ops.reduce import identity
 from hlodsl.staging import _root
-from hlodsl.structural import Constant
+from hlodsl.structural import Constant, Parameter
 from hlodsl.transforms.control import fori_loop
 from hlodsl.types import TupleType
 
 from .pipeline import PassContext
 from .rewrite import nbytes
-from .split_plan import Loop, Region, loops, plan
+from .split_plan import Loop, Region, input_views, loops, plan
 from .split_rules import operand_dims, shape_of, sliced_op
 
 __all__ = ["Split"]
@@ -118,6 +118,7 @@ def _describe(lp: Loop) -> str:
 
 
 def _emit(comp: Computation, todo: list[Loop]) -> Computation:
+    views = input_views(comp)
     split = {id(n): lp for lp in todo for n in lp.exits + lp.accs}
     inside = {key for lp in todo for key in lp.region.dims}
     order = {id(n): i for i, n in enumerate(comp.nodes)}
@@ -135,9 +136,9 @@ def _emit(comp: Computation, todo: list[Loop]) -> Computation:
             if id(lp) in done:
                 return
             done.add(id(lp))
-            for n in _inputs(lp):
+            for n in _inputs(lp, views):
                 value(n)
-            _run_loop(lp, env)
+            _run_loop(lp, env, views)
 
         for node in comp.nodes:
             if id(node) in inside and id(node) not in split:
@@ -189,15 +190,30 @@ def _apply(node: Node, values: list, env: dict, op=None) -> object:
     return out
 
 
-def _inputs(lp: Loop) -> list[Node]:
-    """The nodes outside the loop that it reads."""
+def _inputs(lp: Loop, views: set[int]) -> list[Node]:
+    """The nodes outside the loop that it reads (views of inputs it recomputes)."""
     dims = lp.region.dims
     seen: dict[int, Node] = {}
     for n in lp.nodes + lp.accs:
         for o in n.operands:
-            if id(o) not in dims:
+            if id(o) not in dims and id(o) not in views:
                 seen.setdefault(id(o), o)
     return list(seen.values())
+
+
+def _reader(env: dict, views: set[int]):
+    """``read(node)``: an outside node's value inside a loop body; views of the
+    program's inputs are recomputed there from the inputs themselves."""
+    made: dict[int, object] = {}
+
+    def read(node: Node):
+        if id(node) not in views or type(node.op) is Parameter:
+            return env[id(node)]
+        if id(node) not in made:
+            made[id(node)] = _apply(node, [read(o) for o in node.operands], None)
+        return made[id(node)]
+
+    return read
 
 
 def _const(value) -> Array:
@@ -215,10 +231,11 @@ def _slice(x: Array, dim: int, offset, size: int) -> Array:
     return DynamicSlice(tuple(shape))(x, *_starts(offset, dim, len(shape)))
 
 
-def _chunk_values(lp: Loop, env: dict, offset, size: int) -> list:
+def _chunk_values(lp: Loop, env: dict, views: set[int], offset, size: int) -> list:
     """The loop's results for the slice of ``size`` at ``offset``: exits' slices,
     then the reductions' partial results."""
     dims = lp.region.dims
+    read = _reader(env, views)
     cv: dict[int, object] = {}
     for n in lp.nodes:
         d = dims[id(n)]
@@ -227,7 +244,7 @@ def _chunk_values(lp: Loop, env: dict, offset, size: int) -> list:
             if id(o) in dims:
                 values.append(cv[id(o)])
             else:
-                values.append(env[id(o)] if od is None else _slice(env[id(o)], od, offset, size))
+                values.append(read(o) if od is None else _slice(read(o), od, offset, size))
         out = _apply(n, values, None, sliced_op(n, d, size))
         if type(n.op) is Iota and n.op.iota_dimension == d:
             shift = Broadcast(shape_of(out.type), ())(Convert(out.type.dtype)(offset))
@@ -241,12 +258,12 @@ def _chunk_values(lp: Loop, env: dict, offset, size: int) -> list:
             if id(o) in dims:
                 values.append(cv[id(o)])
             else:
-                values.append(env[id(o)] if od is None else _slice(env[id(o)], od, offset, size))
+                values.append(read(o) if od is None else _slice(read(o), od, offset, size))
         parts.append(_apply(a, values, None))
     return parts
 
 
-def _run_loop(lp: Loop, env: dict) -> None:
+def _run_loop(lp: Loop, env: dict, views: set[int]) -> None:
     region, c = lp.region, lp.chunk
     full, tail = divmod(region.extent, c)
     kinds = [region.accs[id(a)][0] for a in lp.accs]
@@ -265,12 +282,12 @@ def _run_loop(lp: Loop, env: dict) -> None:
 
     def body(i, state):
         offset = Multiply()(i, _const(np.int32(c)))
-        return combine(state, _chunk_values(lp, env, offset, c), offset)
+        return combine(state, _chunk_values(lp, env, views, offset, c), offset)
 
     state = fori_loop(0, full, body, tuple(init))
     if tail:
         offset = _const(np.int32(full * c))
-        state = combine(state, _chunk_values(lp, env, offset, tail), offset)
+        state = combine(state, _chunk_values(lp, env, views, offset, tail), offset)
     for n, v in zip(lp.exits + lp.accs, state):
         env[id(n)] = v
 

@@ -29,7 +29,7 @@ from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
 from .rewrite import nbytes, users
 from .split_rules import REDUCED, accumulation, operand_dims, result_dim, shape_of
 
-__all__ = ["Region", "Loop", "plan", "loops", "large_nodes"]
+__all__ = ["Region", "Loop", "plan", "loops", "large_nodes", "input_views"]
 
 _VIEWS = (Reshape, Transpose, Convert, Copy, Slice, Broadcast, GetTupleElement)
 
@@ -56,6 +56,19 @@ class Loop:
     exits: list[Node]  # region nodes the program needs whole (filled slice by slice)
     accs: list[Node]  # reductions accumulated over the slices
     chunk: int = 0
+
+
+def input_views(comp: Computation) -> set[int]:
+    """The nodes (by id) computed from the program's inputs and constants by views alone
+    (reshapes, transposes, conversions, slices, broadcasts): a loop recomputes
+    them from its inputs rather than reading them, since XLA would copy a value
+    a loop reads into the loop's state (measured: a transposed 40 MB input)."""
+    out: set[int] = set()
+    for n in comp.nodes:
+        if isinstance(n.op, (Parameter, Constant)) or (
+                isinstance(n.op, _VIEWS) and all(id(o) in out for o in n.operands)):
+            out.add(id(n))
+    return out
 
 
 def large_nodes(comp: Computation, threshold: int) -> set[int]:
