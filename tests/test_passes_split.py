@@ -164,3 +164,12 @@ def test_what_cannot_be_split_is_named_in_the_error():
         hd.compile(fn, memory_limit="512KiB", passes=SPLIT)(x)
     text = str(e.value)
     assert "f64[600,600]" in text and "512.0 KiB" in text and "Raise the limit" in text
+
+
+def test_the_default_pipeline_rewrites_distances_then_splits_the_dot():
+    x, v, ls = rng_array(3, (900, 3)), rng_array(4, (900,)), hd.array(np.float64(0.5))
+    f = hd.compile(kernel_matvec, memory_limit=900 * 900 * 8 // 4)
+    np.testing.assert_allclose(np.asarray(f(x, v, ls)),
+                               np.asarray(hd.compile(kernel_matvec)(x, v, ls)), rtol=1e-10)
+    report = f.report(x, v, ls)
+    assert "one dot" in report and "Dot -> f64[900,900]" in report and "slices of" in report

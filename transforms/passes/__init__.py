@@ -12,9 +12,11 @@ from hlodsl import compiler as _compiler
 from .pipeline import (Pass, PassContext, Report, compile_with_passes, default_passes,
                        run_passes)
 from .rewrite import nbytes, rewrite, users
+from .distances import Distances
+from .matrix_chain import MatrixChain
 from .split import Split
 
 __all__ = ["Pass", "PassContext", "Report", "run_passes", "compile_with_passes",
-           "default_passes", "rewrite", "users", "nbytes", "Split"]
+           "default_passes", "rewrite", "users", "nbytes", "Split", "MatrixChain", "Distances"]
 
 _compiler.use_pipeline(compile_with_passes)

@@ -91,9 +91,11 @@ def default_passes(memory_limit: int | None) -> tuple[Pass, ...]:
     """The passes ``hd.compile`` runs for a memory limit (none without one)."""
     if memory_limit is None:
         return ()
+    from .distances import Distances
+    from .matrix_chain import MatrixChain
     from .split import Split
 
-    return (Split(),)
+    return (MatrixChain(), Distances(), Split())
 
 
 def compile_with_passes(staged: Staged, passes, memory_limit: int | None,

@@ -1,0 +1,144 @@
+"""``Distances``: squared Euclidean distances as one dot product, not an (n, m, d) tensor.
+
+Written naturally, ``xp.sum((x[:, None, :] - y[None, :, :]) ** 2, axis=-1)``
+stages a difference of shape (n, m, d): d times the size of the result, and
+d times the memory traffic. This pass matches that form (a sum over one
+dimension of the square, ``** 2`` or ``d * d``, of a difference of two
+broadcasts that share the summed dimension, with any batch dimensions both
+broadcasts keep) and replaces it with the expansion
+
+    |x_i - y_j|² = |x_i|² + |y_j|² - 2 x_i · y_j
+
+built from one ``Dot`` (batched over the shared dimensions) and two small
+sums. The expansion loses precision where distances are small next to the
+norms (cancellation), and can come out slightly negative by rounding: the
+result is clamped at zero. Where points lie far from the origin relative to
+their spread, centre them first.
+
+>>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
+>>> def sq_dist(x, y):
+...     return xp.sum((x[:, None, :] - y[None, :, :]) ** 2, axis=-1)
+>>> x = hd.array(np.float32([[0, 0], [1, 1]]))
+>>> y = hd.array(np.float32([[1, 0], [3, 4], [1, 1]]))
+>>> f = hd.compile(sq_dist, passes=[Distances()])
+>>> np.asarray(f(x, y))
+array([[ 1., 25.,  2.],
+       [ 1., 13.,  0.]], dtype=float32)
+>>> print(f.report(x, y))
+distances: 14 -> 21 instructions
+  squared distances f32[2,3] over f32[2,3,2] -> one dot (no f32[2,3,2] intermediate)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hlodsl.dtypes import Floating
+from hlodsl.graph import Computation, Node
+from hlodsl.ops import (Add, Broadcast, Constant, Dot, Maximum, Multiply, Power, Reduce,
+                        Subtract, Transpose)
+from hlodsl.ops.reduce import reduction_kind
+from hlodsl.types import ArrayType
+
+from .pipeline import PassContext
+from .rewrite import rewrite
+
+__all__ = ["Distances"]
+
+
+def _constant(node: Node, value: float) -> bool:
+    """``node`` is ``value``: a constant, or a broadcast of one."""
+    while type(node.op) is Broadcast:
+        node = node.operands[0]
+    return type(node.op) is Constant and node.op.value.size == 1 and \
+        float(np.asarray(node.op.value).reshape(())) == value
+
+
+def _squared(node: Node) -> Node | None:
+    """The ``t`` of ``t ** 2`` or ``t * t``, else None."""
+    if type(node.op) is Multiply and node.operands[0] is node.operands[1]:
+        return node.operands[0]
+    if type(node.op) is Power and _constant(node.operands[1], 2.0):
+        return node.operands[0]
+    return None
+
+
+def _match(node: Node):
+    """``(x, x_dims, y, y_dims, r)`` where ``node`` sums ``(bx - by) ** 2`` over ``r``,
+    ``bx`` broadcasting ``x`` into ``x_dims`` (and ``by`` likewise); else None."""
+    op = node.op
+    if type(op) is not Reduce or len(node.operands) != 2 or len(op.dimensions) != 1:
+        return None
+    data, init = node.operands
+    if not isinstance(data.type, ArrayType) or not _constant(init, 0.0):
+        return None
+    if reduction_kind(op, data.type.dtype) != "add":
+        return None
+    diff = _squared(data)
+    if diff is None or type(diff.op) is not Subtract:
+        return None
+    bx, by = diff.operands
+    if type(bx.op) is not Broadcast or type(by.op) is not Broadcast:
+        return None
+    (r,), xd, yd = op.dimensions, bx.op.dimensions, by.op.dimensions
+    rank = len(data.type.shape)
+    if r not in xd or r not in yd or set(xd) | set(yd) != set(range(rank)):
+        return None
+    if set(xd) == set(yd) or list(xd) != sorted(xd) or list(yd) != sorted(yd):
+        return None  # no free side (an elementwise difference), or permuted: not ours
+    if not issubclass(data.type.dtype, Floating):
+        return None  # integer distances are exact as written; the expansion could overflow
+    return bx.operands[0], xd, by.operands[0], yd, r
+
+
+def _expand(x, xd, y, yd, r, out_dims: list[int]):
+    """``|x|² + |y|² - 2 x·y`` in the layout of the sum's result (dims ``out_dims``)."""
+    batch = [d for d in xd if d in yd and d != r]
+    x_free = [d for d in xd if d not in yd]
+    y_free = [d for d in yd if d not in xd]
+    dot = Dot(lhs_contracting=(xd.index(r),), rhs_contracting=(yd.index(r),),
+              lhs_batch=tuple(xd.index(d) for d in batch),
+              rhs_batch=tuple(yd.index(d) for d in batch))(x, y)
+    dot_dims = batch + x_free + y_free  # the Dot's result layout, as dims of the sum's input
+    if dot_dims != out_dims:
+        dot = Transpose(tuple(dot_dims.index(d) for d in out_dims))(dot)
+    shape = dot.type.shape
+    zero = Constant(np.zeros((), x.type.dtype.np_dtype))()
+
+    def norms(a, dims):
+        sq = Reduce(Add(), (dims.index(r),))(Multiply()(a, a), zero)
+        kept = [d for d in dims if d != r]
+        return Broadcast(shape, tuple(out_dims.index(d) for d in kept))(sq)
+
+    two = Broadcast(shape, ())(Constant(np.asarray(2, x.type.dtype.np_dtype))())
+    total = Subtract()(Add()(norms(x, list(xd)), norms(y, list(yd))), Multiply()(two, dot))
+    return Maximum()(total, Broadcast(shape, ())(zero))
+
+
+class Distances:
+    """The squared-distance rewrite (no options)."""
+
+    name = "distances"
+
+    def __call__(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
+        found = {}
+        for node in comp.nodes:
+            m = _match(node)
+            if m is not None:
+                found[id(node)] = m
+        if not found:
+            return comp, []
+        changes = []
+
+        def rule(node, values, new):
+            m = found.get(id(node))
+            if m is None:
+                return None
+            x, xd, y, yd, r = m
+            rank = len(node.operands[0].type.shape)
+            out_dims = [d for d in range(rank) if d != r]
+            changes.append(f"squared distances {node.type} over {node.operands[0].type} -> "
+                           f"one dot (no {node.operands[0].type} intermediate)")
+            return _expand(new(x), list(xd), new(y), list(yd), r, out_dims)
+
+        return rewrite(comp, rule), changes
