@@ -51,7 +51,12 @@ def _rss_mib() -> float:
 
 
 def _time(call, repeats: int) -> tuple[float, object]:
+    """Median time of ``repeats`` calls after a warm-up one; ``repeats=0``: the first
+    call alone, compile included (for runs of many minutes)."""
+    t = time.perf_counter()
     out = call()  # warm-up: compiles
+    if repeats == 0:
+        return time.perf_counter() - t, out
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
@@ -209,7 +214,8 @@ def main(argv=None) -> None:
     parser.add_argument("--limit", type=int, default=GiB, help="memory_limit in bytes (1 GiB)")
     parser.add_argument("--max-naive", type=int, default=6 * GiB,
                         help="run naive programs only below this many temporary bytes")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed calls after a warm-up call (0: time the first call alone)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply the counts (points, sequence length) by this: a smoke run")
     parser.add_argument("--json", help="also write the rows here")

@@ -104,7 +104,7 @@ def test_attention_forward_and_backward(n, heads, seed):
 
 @FEW
 @given(nq=st.integers(20, 80), n=st.integers(500, 3000), seed=st.integers(0, 99))
-def test_knn_top_k_splits_along_the_queries(nq, n, seed):
+def test_knn_top_k_matches_the_naive_program(nq, n, seed):
     qs, pts = rng_array(seed, (nq, 16), np.float32), rng_array(seed + 1, (n, 16), np.float32)
     fn = lambda q, p: xp.top_k(-sq_dist(q, p), 5)  # noqa: E731
     split = check_split(fn, (qs, pts), nq * n * 16 * 4 // 4 + 2 * nbytes(pts), 1e-5)
@@ -173,3 +173,16 @@ def test_the_default_pipeline_rewrites_distances_then_splits_the_dot():
                                np.asarray(hd.compile(kernel_matvec)(x, v, ls)), rtol=1e-10)
     report = f.report(x, v, ls)
     assert "one dot" in report and "Dot -> f64[900,900]" in report and "slices of" in report
+
+
+@FEW
+@given(rows=st.integers(1, 4), n=st.integers(1500, 6000), k=st.integers(1, 12),
+       seed=st.integers(0, 99))
+def test_top_k_along_the_sliced_dimension_merges_slices(rows, n, k, seed):
+    """Small integers: many ties, which must keep the lower index first, as unsplit."""
+    x = hd.array(np.random.default_rng(seed).integers(0, 6, size=(rows, n)).astype(np.float32))
+    fn = lambda x: xp.top_k(x * 2.0 + 1.0, k)  # noqa: E731
+    split = hd.compile(fn, memory_limit=rows * n * 4, passes=SPLIT)
+    assert "slices of" in split.report(x)
+    for got, want in zip(split(x), hd.compile(fn)(x), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

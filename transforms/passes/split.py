@@ -39,9 +39,8 @@ from hlodsl.context import STATE
 from hlodsl.graph import Builder, Computation, Node
 from hlodsl.interpret import apply_node
 from hlodsl.op import wrap_node
-from hlodsl.ops import (Add, Broadcast, Convert, DynamicSlice, DynamicUpdateSlice, Iota,
-                        Maximum, Minimum, Multiply)
-from hlodsl.ops.reduce import identity
+from hlodsl.ops import (Add, Broadcast, Compare, Concatenate, Convert, DynamicSlice,
+                        DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, Select)
 from hlodsl.staging import _root
 from hlodsl.structural import Constant, Parameter
 from hlodsl.transforms.control import fori_loop
@@ -93,9 +92,12 @@ def _chunk(comp: Computation, region: Region, budget: int) -> int:
     per = sorted((nbytes(x.type) // max(n, 1) for x in comp.nodes if id(x) in region.dims),
                  reverse=True)
     chunk = max(budget // max(sum(per[:2]), 1), 1)
+    # A top-k merged over slices needs slices of at least k (the last one may be shorter).
+    least = max([1] + [x.op.k for x in comp.nodes if region.accs.get(id(x), ("",))[0] == "topk"])
+    chunk = max(chunk, least)
     if chunk >= n:
         return 0
-    exact = [c for c in range(chunk, max(chunk // 2, 1) - 1, -1) if n % c == 0]
+    exact = [c for c in range(chunk, max(chunk // 2, least) - 1, -1) if n % c == 0]
     return exact[0] if exact else chunk
 
 
@@ -259,7 +261,10 @@ def _chunk_values(lp: Loop, env: dict, views: set[int], offset, size: int) -> li
                 values.append(cv[id(o)])
             else:
                 values.append(read(o) if od is None else _slice(read(o), od, offset, size))
-        parts.append(_apply(a, values, None))
+        if lp.region.accs[id(a)][0] == "topk":
+            parts.append(_top_k_part(a, values[0], offset))
+        else:
+            parts.append(_apply(a, values, None))
     return parts
 
 
@@ -273,23 +278,58 @@ def _run_loop(lp: Loop, env: dict, views: set[int]) -> None:
         for n, cur, part in zip(lp.exits, state, parts):
             d = region.dims[id(n)]
             out.append(DynamicUpdateSlice()(cur, part, *_starts(offset, d, len(cur.type.shape))))
-        for kind, cur, part in zip(kinds, state[len(lp.exits):], parts[len(lp.exits):]):
-            out.append(_COMBINE[kind]()(cur, part))
+        for a, kind, cur, part in zip(lp.accs, kinds, state[len(lp.exits):],
+                                      parts[len(lp.exits):]):
+            out.append(_merge_top_k(a, cur, part) if kind == "topk"
+                       else _COMBINE[kind]()(cur, part))
         return tuple(out)
 
-    init = [_filled(n.type, np.zeros((), n.type.dtype.np_dtype)) for n in lp.exits]
-    init += [_filled(a.type, identity(k, a.type.dtype)) for k, a in zip(kinds, lp.accs)]
+    # The first slice starts the state (no identity element needed: top-k has none).
+    zero = _const(np.int32(0))
+    first = _chunk_values(lp, env, views, zero, c)
+    state = tuple(DynamicUpdateSlice()(_filled(n.type, 0), part,
+                                       *_starts(zero, region.dims[id(n)], len(n.type.shape)))
+                  for n, part in zip(lp.exits, first)) + tuple(first[len(lp.exits):])
 
     def body(i, state):
         offset = Multiply()(i, _const(np.int32(c)))
         return combine(state, _chunk_values(lp, env, views, offset, c), offset)
 
-    state = fori_loop(0, full, body, tuple(init))
+    if full > 1:
+        state = fori_loop(1, full, body, state)
     if tail:
         offset = _const(np.int32(full * c))
         state = combine(state, _chunk_values(lp, env, views, offset, tail), offset)
     for n, v in zip(lp.exits + lp.accs, state):
         env[id(n)] = v
+
+
+def _top_k_part(node: Node, x: Array, offset) -> tuple[Array, Array]:
+    """A slice's best ``k`` (all of it when shorter), indices counted from the start."""
+    k, last = node.op.k, len(x.type.shape) - 1
+    if x.type.shape[last] > k:
+        values, idx = node.op(x)
+    else:
+        values = x
+        idx = Iota(np.int32, x.type.shape, last)()
+    return values, Add()(idx, Broadcast(idx.type.shape, ())(offset))
+
+
+def _merge_top_k(node: Node, best: tuple, part: tuple) -> tuple[Array, Array]:
+    """The best ``k`` of the best so far and a slice's: top-k of the two side by side
+    (the earlier first, so ties keep the lower index), indices picked by position."""
+    last = len(best[0].type.shape) - 1
+    values = Concatenate(last)(best[0], part[0])
+    idx = Concatenate(last)(best[1], part[1])
+    top, pos = node.op(values)
+    # idx[..., pos[..., j]] for each j, as a one-hot sum over the 2k candidates (small).
+    shape = pos.type.shape + (idx.type.shape[last],)
+    dims = tuple(range(last + 1))
+    hit = Compare("EQ")(Broadcast(shape, dims)(pos), Iota(np.int32, shape, last + 1)())
+    rows = Broadcast(shape, tuple(range(last)) + (last + 1,))(idx)
+    zero = _const(np.int32(0))
+    picked = Select()(hit, rows, Broadcast(shape, ())(zero))
+    return top, Reduce(Add(), (last + 1,))(picked, zero)
 
 
 def _filled(t, value) -> Array:

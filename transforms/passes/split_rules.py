@@ -139,7 +139,7 @@ def accumulation(node: Node, i: int, d: int) -> tuple[str, list[int | None]] | N
     """How slices of operand ``i`` along ``d`` give partial results of ``node``.
 
     ``(kind, dims)``: ``kind`` the binary op combining partial results ('add',
-    'max', 'min', 'mul'), ``dims`` the dimension to slice for each operand
+    'max', 'min', 'mul'; 'topk' for a top-k along ``d``), ``dims`` the dimension to slice for each operand
     (None: whole). None where the node does not reduce over ``d`` that way.
     """
     op = node.op
@@ -149,6 +149,8 @@ def accumulation(node: Node, i: int, d: int) -> tuple[str, list[int | None]] | N
             return None
         k = contracting.index(d)
         return "add", [op.lhs_contracting[k], op.rhs_contracting[k]]
+    if isinstance(op, TopK) and d == len(node.operands[0].type.shape) - 1:
+        return "topk", [d]  # merged: the best k of the best so far and the slice's
     if isinstance(op, Reduce) and len(node.operands) == 2 and d in op.dimensions and i == 0:
         kind = reduction_kind(op, node.operands[0].type.dtype)
         if kind in ("add", "max", "min", "mul"):
