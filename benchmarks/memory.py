@@ -78,6 +78,7 @@ def _hlodsl(workload, args, limit, max_naive, repeats):
     fn = hd_models(SIZES["knn"]["full"]["k"])[workload]
     f = hd.compile(fn, memory_limit=limit)
     hargs = [hd.array(a) for a in args]
+    args.clear()  # hd.array copied them: hold the inputs once, as the peers do
     temp = f.memory_stats(*hargs)["temp_size_in_bytes"]
     row = {"temp_bytes": temp, "report": f.report(*hargs) if limit else ""}
     if limit is None and temp > max_naive:
@@ -93,6 +94,7 @@ def _jax(workload, args, max_naive, repeats):
     jax.config.update("jax_enable_x64", True)
     fn = jax.jit(jax_models(SIZES["knn"]["full"]["k"])[workload])
     jargs = [jax.device_put(a) for a in args]
+    args.clear()
     temp = fn.lower(*jargs).compile().memory_analysis().temp_size_in_bytes
     if temp > max_naive:
         return {"temp_bytes": temp, "note": "not run: needs more than --max-naive"}, None
@@ -133,7 +135,8 @@ def run_one(workload: str, impl: str, size_name: str, limit: int | None, max_nai
             repeats: int, save: str | None = None, scale: float = 1.0) -> dict:
     """One configuration in this process: its row (and its result saved to ``save``)."""
     size = scaled(workload, size_name, scale)
-    args = inputs(workload, size)
+    args = list(inputs(workload, size))
+    input_mib = sum(np.asarray(a).nbytes for a in args) / 2 ** 20
     if impl == "hlodsl-limit":
         row, out = _hlodsl(workload, args, limit, max_naive, repeats)
     elif impl == "hlodsl":
@@ -149,7 +152,7 @@ def run_one(workload: str, impl: str, size_name: str, limit: int | None, max_nai
     if out is not None and save:
         np.savez(save, *out)
     return dict(row, workload=workload, impl=impl, size=size_name, dims=size, rss_mib=_rss_mib(),
-                inputs_mib=sum(np.asarray(a).nbytes for a in args) / 2 ** 20)
+                inputs_mib=input_mib)
 
 
 def _child(workload, impl, size_name, args, save) -> dict:
