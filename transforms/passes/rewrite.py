@@ -32,7 +32,7 @@ from hlodsl.op import wrap_node
 from hlodsl.staging import _root
 from hlodsl.types import ArrayType, TupleType
 
-__all__ = ["rewrite", "users", "nbytes", "value_of", "Rule"]
+__all__ = ["rewrite", "users", "nbytes", "value_of", "Rule", "parameters_like", "root_of"]
 
 #: ``rule(node, values, new)``: the node's new value, or None to apply its op again;
 #: ``new(earlier_node)`` is the new value of any node before it.
@@ -48,8 +48,7 @@ def rewrite(comp: Computation, rule: Rule) -> Computation:
     what it returns must have the node's type.
     """
     with Builder(comp.name) as b:
-        args = [wrap_node(b, b.parameter(p.type, name))
-                for p, name in zip(comp.params, comp.param_names)]
+        args = parameters_like(b, comp)
         env: dict[int, object] = {}
 
         def new(node: Node):
@@ -66,11 +65,22 @@ def rewrite(comp: Computation, rule: Rule) -> Computation:
 
         env.update((id(p), a) for p, a in zip(comp.params, args))
         out = evaluate(comp, args, apply)
-        if isinstance(comp.root.type, TupleType):
-            root = _root(b, tuple(b.node_of(x) for x in out), comp.name, force_tuple=True)
-        else:
-            root = b.node_of(out)
+        root = root_of(b, comp, out)
     return b.finish(root)
+
+
+def parameters_like(b: Builder, comp: Computation) -> list:
+    """New parameters in ``b`` of ``comp``'s types and names, as values."""
+    return [wrap_node(b, b.parameter(p.type, name))
+            for p, name in zip(comp.params, comp.param_names)]
+
+
+def root_of(b: Builder, comp: Computation, out) -> Node:
+    """The root node in ``b`` for ``out``, the new value of ``comp``'s root (a tuple
+    stays a tuple, even of one element)."""
+    if isinstance(comp.root.type, TupleType):
+        return _root(b, tuple(b.node_of(x) for x in out), comp.name, force_tuple=True)
+    return b.node_of(out)
 
 
 def _check_type(node: Node, out) -> None:

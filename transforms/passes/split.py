@@ -38,16 +38,13 @@ from hlodsl.array import Array
 from hlodsl.context import STATE
 from hlodsl.graph import Builder, Computation, Node
 from hlodsl.interpret import apply_node
-from hlodsl.op import wrap_node
 from hlodsl.ops import (Add, Broadcast, Compare, Concatenate, Convert, DynamicSlice,
                         DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, Select)
-from hlodsl.staging import _root
 from hlodsl.structural import Constant, Parameter
 from hlodsl.transforms.control import fori_loop
-from hlodsl.types import TupleType
 
 from .pipeline import PassContext
-from .rewrite import nbytes
+from .rewrite import nbytes, parameters_like, root_of
 from .split_plan import Loop, Region, input_views, loops, plan
 from .split_rules import operand_dims, shape_of, sliced_op
 
@@ -126,12 +123,11 @@ def _emit(comp: Computation, todo: list[Loop]) -> Computation:
     order = {id(n): i for i, n in enumerate(comp.nodes)}
     with Builder(comp.name) as b:
         env: dict[int, object] = {
-            id(p): wrap_node(b, b.parameter(p.type, name))
-            for p, name in zip(comp.params, comp.param_names)}
+            id(p): a for p, a in zip(comp.params, parameters_like(b, comp))}
         done: set[int] = set()
 
         def value(node: Node):
-            _demand(node, env, order, split, inside, run, todo)
+            _demand(node, env, order, split, inside, run)
             return env[id(node)]
 
         def run(lp: Loop) -> None:
@@ -146,15 +142,11 @@ def _emit(comp: Computation, todo: list[Loop]) -> Computation:
             if id(node) in inside and id(node) not in split:
                 continue  # computed in a loop, or not needed whole
             value(node)
-        out = env[id(comp.root)]
-        if isinstance(comp.root.type, TupleType):
-            root = _root(b, tuple(b.node_of(x) for x in out), comp.name, force_tuple=True)
-        else:
-            root = b.node_of(out)
+        root = root_of(b, comp, env[id(comp.root)])
     return b.finish(root)
 
 
-def _demand(node, env, order, split, inside, run, todo) -> None:
+def _demand(node, env, order, split, inside, run) -> None:
     """Give ``node`` its value: its missing ancestors first, in program order."""
     if id(node) in env:
         return

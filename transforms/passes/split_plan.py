@@ -18,8 +18,6 @@ matrix, in a sparse GP) run in a later loop that recomputes what it needs:
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import attrs
 
 from hlodsl.graph import Computation, Node
@@ -157,12 +155,11 @@ def _check_accumulations(region: Region, use: dict) -> None:
                 raise _Conflict(f"{node.op!r} reduces its operands over different dimensions")
 
 
-def plan(comp: Computation, threshold: int, taken_first: dict | None = None
-         ) -> tuple[list[Region], list[str]]:
+def plan(comp: Computation, threshold: int) -> tuple[list[Region], list[str]]:
     """The regions of ``comp``: one per large node not in an earlier region."""
     use = users(comp)
     big = large_nodes(comp, threshold)
-    taken: dict[int, int] = dict(taken_first or {})
+    taken: dict[int, int] = {}
     regions, notes = [], []
     seeds = sorted((n for n in comp.nodes if id(n) in big), key=lambda n: -nbytes(n.type))
     for seed in seeds:
@@ -274,10 +271,3 @@ def loops(comp: Computation, regions: list[Region]) -> list[Loop]:
             stack += [o for o in n.operands if id(o) in lp.region.dims]
         lp.nodes = sorted(need.values(), key=lambda n: order[id(n)])
     return sorted(built.values(), key=lambda lp: (lp.level, order[id(lp.region.seed)]))
-
-
-def by_region(items: list[Loop]) -> dict[int, list[Loop]]:
-    out: dict[int, list[Loop]] = defaultdict(list)
-    for lp in items:
-        out[id(lp.region)].append(lp)
-    return out
