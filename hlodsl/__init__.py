@@ -25,6 +25,8 @@ from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
 from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .replicated import replicated  # noqa: F401
+from .sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401
+from . import distributed  # noqa: F401
 
 # The layers above the core: hlodsl's public face gathers them.
 from . import ops  # noqa: E402,F401
@@ -34,5 +36,7 @@ from .transforms import (  # noqa: E402,F401
 )
 from . import transforms, stdlib  # noqa: E402,F401
 from .transforms import passes  # noqa: E402,F401
+from .transforms.sharded import device_put, with_sharding_constraint  # noqa: E402,F401
+from .transforms.shard_map import shard_map  # noqa: E402,F401
 
 __version__ = "0.1.0"

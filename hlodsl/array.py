@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 from plum import CovariantMeta, parametric
@@ -117,6 +118,9 @@ class Array(metaclass=ArrayMeta):
 
     # -- construction (internal) ----------------------------------------------
 
+    #: Whether arrays of this class live on several devices (see ``sharded_class``).
+    _sharded = False
+
     @staticmethod
     def _from_buffer(buf, type_: ArrayType) -> Array:
         a = object.__new__(array_class(type_))
@@ -187,7 +191,18 @@ class Array(metaclass=ArrayMeta):
         CPU) and numpy refuses writes to it; ``np.array(x)`` (``copy=True``)
         and a change of dtype give a new, writable array.
         """
-        out = np.asarray(self._require_value("conversion to numpy"))
+        from . import runtime
+
+        buf = runtime.readable(self._require_value("conversion to numpy"))
+        try:
+            out = np.asarray(buf)
+        except RuntimeError as e:  # a global array some of whose shards are elsewhere
+            if runtime.is_fully_addressable(buf):
+                raise
+            raise ValueError(
+                f"{self.type} is sharded over devices of several processes ({self.sharding!r}); "
+                "this process holds only .addressable_shards. Compile the program with "
+                "out_shardings replicated to have the whole array in every process") from e
         if dtype is not None and np.dtype(dtype) != out.dtype:
             if copy is False:
                 raise ValueError(f"converting {self.type} to numpy {np.dtype(dtype)} needs a "
@@ -249,7 +264,37 @@ class Array(metaclass=ArrayMeta):
             return default_device()
         from . import runtime
 
+        if runtime.is_sharded(self._buf):
+            raise ValueError(f"{self.type} is sharded over several devices "
+                             f"({self.sharding!r}): see .sharding and .addressable_shards")
         return Device(runtime.platform(), runtime.device_index(self._buf))
+
+    @property
+    def sharding(self):
+        """How this array is laid out over devices: a ``hd.NamedSharding``, or None for
+        an array on one device (symbolic arrays: None)."""
+        if self._buf is None:
+            return None
+        from . import runtime
+
+        return runtime.sharding_of(self._buf)
+
+    @property
+    def addressable_shards(self) -> list:
+        """The shards this process holds: ``Shard(device, index, data)`` each, where
+        ``index`` is the part of the global array (a tuple of slices) and ``data``
+        a one-device array.
+
+        >>> import hlodsl as hd
+        >>> [s.index for s in hd.array([1.0, 2.0]).addressable_shards]
+        [(slice(None, None, None),)]
+        """
+        from . import runtime
+
+        buf = self._require_value("addressable_shards")
+        return [Shard(Device(runtime.platform(), d), index,
+                      Array._from_buffer(data, ArrayType(self.dtype, tuple(data.shape))))
+                for d, index, data in runtime.shards(buf)]
 
     def to_device(self, device: Device, /, *, stream=None) -> Array:
         """This array on ``device``: programs run on the default device, the only target.
@@ -313,8 +358,26 @@ class Array(metaclass=ArrayMeta):
     def __repr__(self) -> str:
         if self._buf is None:
             return f"{type(self)!r}(<symbolic {self._node.name}>)"
+        from . import runtime
+
+        if runtime.is_sharded(self._buf):
+            s = self.sharding
+            layout = (f"replicated over {s.mesh!r}" if s.is_replicated() else
+                      f"sharded {s.spec!r} over {s.mesh!r}")
+            if not runtime.is_fully_addressable(self._buf):
+                return f"{type(self)!r}(<{layout}; not all shards in this process>)"
+            body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
+            return f"{type(self)!r}(\n  {body},\n  {layout})"
         body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
         return f"{type(self)!r}(\n  {body})" if "\n" in body else f"{type(self)!r}({body})"
+
+
+class Shard(NamedTuple):
+    """One device's part of an array: where it is, which part, and its data."""
+
+    device: "Device"
+    index: tuple
+    data: "Array"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,7 +400,7 @@ def default_device() -> Device:
     """The device every compiled program and eager op runs on."""
     from . import runtime
 
-    return Device(runtime.platform(), 0)
+    return Device(runtime.platform(), runtime.local_device_ids()[0])
 
 
 _TYPES: dict[type, ArrayType] = {}
@@ -353,6 +416,26 @@ def array_class(t: ArrayType) -> type:
         _CLASSES[t] = cls
         _TYPES[cls] = t
         return cls
+
+
+_SHARDED_CLASSES: dict[ArrayType, type] = {}
+
+
+def sharded_class(t: ArrayType) -> type:
+    """The class of arrays of type ``t`` laid out over several devices (cached).
+
+    A subclass of ``array_class(t)`` with the same name, so dispatch and
+    printing see the same type, while compiled functions, which key their
+    signatures by argument class, tell sharded arguments apart at no cost.
+    """
+    cls = _SHARDED_CLASSES.get(t)
+    if cls is None:
+        base = array_class(t)
+        cls = type(base.__name__, (base,), {"_sharded": True})
+        cls.__qualname__, cls.__module__ = base.__qualname__, base.__module__
+        _SHARDED_CLASSES[t] = cls
+        _TYPES[cls] = t
+    return cls
 
 
 def is_symbolic(x) -> bool:

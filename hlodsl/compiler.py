@@ -28,7 +28,7 @@ from .signature import describe
 from .staging import Staged, stage
 from .tree import LEAF, flatten, unflatten
 
-__all__ = ["compile", "Compiled", "use_conversion", "use_pipeline"]
+__all__ = ["compile", "Compiled", "use_conversion", "use_pipeline", "use_sharding"]
 
 # The step that converts a function's Python control flow on arrays before it is
 # staged (hlodsl.transforms.flow.convert). The transformations layer hands it in
@@ -60,6 +60,31 @@ def use_pipeline(runner) -> None:
     _PIPELINE[:] = [runner]
 
 
+# What compiles programs over several devices (hlodsl.transforms.sharded): a
+# module with sharding annotations, a compile given shardings, and a call whose
+# arguments are sharded arrays.
+_SHARDED: list = []
+
+
+def use_sharding(runner) -> None:
+    """Make ``runner`` what compiles and runs partitioned programs: it has
+    ``build(staged, name, in_shardings, out_shardings) -> Entry`` and
+    ``run(entry, leaves)`` (an unpartitioned entry called on sharded arrays)."""
+    _SHARDED[:] = [runner]
+
+
+def any_sharded(leaves) -> bool:
+    """Whether some argument is a sharded array (its class says so: no buffer lookups)."""
+    return any(getattr(type(a), "_sharded", False) for a in leaves)
+
+
+def run_entry(entry, leaves):
+    """``entry.run(leaves)``, partitioned over the mesh of sharded arguments if any."""
+    if any_sharded(leaves):
+        return _SHARDED[0].run(entry, leaves)
+    return entry.run(leaves)
+
+
 def build_entry(staged: Staged, name: str, passes=None, memory_limit: int | None = None):
     """The cache entry of ``staged``: compiled as it is, or through the pass pipeline."""
     if passes is None and memory_limit is None:
@@ -73,7 +98,7 @@ class Entry:
     """One compiled signature: the executable and how to wrap its outputs."""
 
     __slots__ = ("staged", "exe", "out_classes", "out_tree", "single", "described", "fast_key",
-                 "reports")
+                 "reports", "partitioned")
 
     def __init__(self, staged: Staged, exe: Executable):
         from .array import array_class
@@ -81,6 +106,7 @@ class Entry:
         self.described: dict | None = None  # argument path -> what this signature holds
         self.fast_key: tuple | None = None  # the key of Compiled's positional-arrays table
         self.reports: tuple = ()  # what the passes over the staged program changed
+        self.partitioned: dict | None = None  # argument shardings -> partitioned entry
         self.staged = staged
         self.exe = exe
         self.out_classes = tuple(array_class(t) for t in staged.out_types)
@@ -98,8 +124,10 @@ class Entry:
                                 f"{', '.join(str(t) for t in staged.out_types)} "
                                 "(tokens stay inside the program)")
         out_types = [(t.shape, t.dtype.np_dtype) for t in staged.out_types]
-        return cls(staged, compile_hlo(module_text(staged.computation, name),
-                                       out_types=out_types))
+        text = module_text(staged.computation, name)
+        if "xla.sdy." in text:  # sharding annotations: a program over a mesh
+            return _SHARDED[0].build(staged, name, None, None)
+        return cls(staged, compile_hlo(text, out_types=out_types))
 
     def run(self, leaves) -> object:
         outs = self.exe.execute([a._buf for a in leaves])
@@ -127,8 +155,14 @@ class Compiled:
     """
 
     def __init__(self, fn, name: str | None = None, convert: bool = True,
-                 cache_size: int | None = None, memory_limit=None, passes=None):
+                 cache_size: int | None = None, memory_limit=None, passes=None,
+                 in_shardings=None, out_shardings=None):
         _check_arguments(fn, cache_size)
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
+        self.sharded = in_shardings is not None or out_shardings is not None
+        if self.sharded and (memory_limit is not None or passes is not None):
+            raise ValueError("compile: shardings and memory_limit/passes cannot be combined "
+                             "yet (the passes do not keep sharding annotations)")
         self.memory_limit = None if memory_limit is None else memory_size(memory_limit)
         self.passes = _check_passes(passes, getattr(fn, "__name__", "fn"))
         self.fn = fn
@@ -255,6 +289,19 @@ class Compiled:
         return self._staged_fn
 
     def _compile(self, args, kwargs) -> Entry:
+        if self.sharded or any_sharded(flatten((args, kwargs))[0]):
+            from .sharding import leaf_shardings
+
+            staged = stage(self.staged_fn, args, kwargs, self.name)
+            ins, outs = leaf_shardings(self.name, args, kwargs, staged, self.in_shardings,
+                                       self.out_shardings)
+            given = [s is not None for s in ins]
+            leaves = flatten((args, kwargs))[0]
+            from .runtime import sharding_of  # arguments without one keep their own layout
+
+            ins = [s if s is not None or not a._sharded else sharding_of(a._buf)
+                   for s, a in zip(ins, leaves)]
+            return _SHARDED[0].build(staged, self.name, ins, outs, given)
         return build_entry(stage(self.staged_fn, args, kwargs, self.name), self.name,
                            self.passes, self.memory_limit)
 
@@ -334,7 +381,8 @@ def _short(value) -> str:
 
 
 def compile(fn=None, *, name: str | None = None, convert: bool = True,
-            cache_size: int | None = None, memory_limit=None, passes=None):
+            cache_size: int | None = None, memory_limit=None, passes=None,
+            in_shardings=None, out_shardings=None):
     """Stage ``fn`` into one HLO module per signature and run it with XLA.
 
     Usable as ``compile(f)`` or as a decorator ``@compile``. Arrays in the
@@ -353,11 +401,18 @@ def compile(fn=None, *, name: str | None = None, convert: bool = True,
     ``passes`` gives the passes to run instead of that default pipeline
     (``hlodsl.passes``). Both apply where the function is called, not when it
     is inlined into another staged function.
+
+    ``in_shardings`` / ``out_shardings`` lay the arguments and results out over
+    a mesh of devices (``hd.NamedSharding``; one for all, or one per positional
+    argument / result, nested like them; None leaves one to its own layout or,
+    for results, to XLA) and compile the program with XLA's SPMD partitioner
+    (docs/sharding.md). Sharded arguments alone do the same without them.
     """
+    options = (name, convert, cache_size, memory_limit, passes, in_shardings, out_shardings)
     if fn is None:
-        return lambda f: Compiled(f, name, convert, cache_size, memory_limit, passes)
-    if isinstance(fn, Compiled) and memory_limit is None and passes is None:
+        return lambda f: Compiled(f, *options)
+    if isinstance(fn, Compiled) and options[3:] == (None,) * 4:
         return fn
     if isinstance(fn, Compiled):
         fn = fn.fn
-    return Compiled(fn, name, convert, cache_size, memory_limit, passes)
+    return Compiled(fn, *options)

@@ -20,12 +20,14 @@ import html
 import re
 
 from .array import array_class
-from .compiler import Compiled, _check_passes, build_entry
+from .compiler import Compiled, _check_passes, any_sharded, build_entry
+from .compiler import compile as compile_fn
 from .graph import Computation
 from .printer import module_text
-from .runtime import compile_hlo
+from .runtime import _METADATA, compile_hlo
 from .settings import memory_size
 from .staging import stage
+from .tree import flatten
 from .types import ArrayType
 
 __all__ = ["code_typed", "code_hlo", "CodeText"]
@@ -106,9 +108,15 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=No
         if not isinstance(value, bool):
             raise TypeError(f"code_hlo: {flag} must be True or False (a bool), got {value!r} "
                             f"({type(value).__name__})")
+    if not isinstance(f, Compiled) and passes is None and memory_limit is None and \
+            any_sharded(flatten((args, kwargs))[0]):
+        f = compile_fn(f)  # sharded arguments: the program partitioned over their mesh
     if isinstance(f, Compiled) and passes is None and memory_limit is None:
         if optimize:
             return CodeText(f.entry(*args, **kwargs).exe.optimized_hlo())
+        if f.sharded or any_sharded(flatten((args, kwargs))[0]):
+            entry = f.entry(*args, **kwargs)  # the annotated program XLA partitions
+            return CodeText(entry.text if metadata else _METADATA.sub("", entry.text))
         if f.passes is not None or f.memory_limit is not None:
             entry = f.entry(*args, **kwargs)  # the rewritten program its calls run
             return CodeText(module_text(entry.staged.computation, f.name, metadata=metadata))
@@ -121,5 +129,8 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=No
         staged = entry.staged
     if not optimize:
         return CodeText(module_text(staged.computation, name, metadata=metadata))
-    exe = compile_hlo(module_text(staged.computation, name))
+    text = module_text(staged.computation, name)
+    if "xla.sdy." in text or any_sharded(flatten((args, kwargs))[0]):
+        return code_hlo(compile_fn(f), *args, optimize=True, **kwargs)  # partitioned
+    exe = compile_hlo(text)
     return CodeText(exe.optimized_hlo())

@@ -362,6 +362,10 @@ def _eager(op: HloOp, args):
                 f"a symbolic array {a.type} escaped the function being staged and was "
                 f"passed to {op!r} outside of staging"
             )
+    if any(getattr(type(a), "_sharded", False) for a in args):
+        from .compiler import run_entry  # over the mesh of the sharded operands
+
+        return run_entry(entry, args)
     return entry.run(args)
 
 

@@ -32,26 +32,38 @@ def _ident(name: str) -> str:
 class PrintContext:
     """Collects sub-computations while an op prints its attributes."""
 
-    def __init__(self, metadata: bool = True, manual_sharding: bool = False):
+    def __init__(self, metadata: bool = True, manual_sharding: bool = False,
+                 param_attributes: dict[int, str] | None = None):
         self.metadata = metadata
+        self.param_attributes = {} if param_attributes is None else param_attributes
         self.manual_sharding = manual_sharding
         self.blocks: list[str] = []  # printed sub-computations, dependencies first
-        self._by_body: dict[str, str] = {}  # body text -> computation name
-        self._by_comp: dict[int, str] = {}
+        self._by_body: dict[tuple, str] = {}  # (required name, body text) -> name
+        self._by_comp: dict[tuple, str] = {}
         self._used_names: set[str] = set()
+        self.meshes: dict = {}  # hlodsl Mesh -> its name in xla.sdy.meshes
 
-    def computation(self, comp: Computation) -> str:
-        """The module-level name of ``comp``, printing it first if new."""
-        name = self._by_comp.get(id(comp))
-        if name is not None:
-            return name
+    def computation(self, comp: Computation, name: str | None = None) -> str:
+        """The module-level name of ``comp``, printing it first if new. ``name``
+        gives it a required name (a prefix, made unique)."""
+        key = (id(comp), name)
+        known = self._by_comp.get(key)
+        if known is not None:
+            return known
         body = self._body(comp)
-        name = self._by_body.get(body)
+        found = self._by_body.get((name, body))
+        if found is None:
+            found = self._fresh(name or _ident(comp.name))
+            self._by_body[(name, body)] = found
+            self.blocks.append(f"{found} {{\n{body}}}\n")
+        self._by_comp[key] = found
+        return found
+
+    def mesh_name(self, mesh) -> str:
+        """The name a sharding annotation uses for ``mesh`` (declared in the header)."""
+        name = self.meshes.get(mesh)
         if name is None:
-            name = self._fresh(_ident(comp.name))
-            self._by_body[body] = name
-            self.blocks.append(f"{name} {{\n{body}}}\n")
-        self._by_comp[id(comp)] = name
+            name = self.meshes[mesh] = "mesh" if not self.meshes else f"mesh_{len(self.meshes)}"
         return name
 
     def _fresh(self, base: str) -> str:
@@ -62,8 +74,10 @@ class PrintContext:
         self._used_names.add(name)
         return name
 
-    def _body(self, comp: Computation) -> str:
+    def _body(self, comp: Computation, entry: bool = False) -> str:
         names: dict[int, str] = {}
+        extra = {id(p): self.param_attributes[i] for i, p in enumerate(comp.params)
+                 if i in self.param_attributes} if entry else {}
         param_names = {id(p): n for p, n in zip(comp.params, comp.param_names)}
         lines = []
         for node in comp.nodes:
@@ -78,13 +92,20 @@ class PrintContext:
             text = node.op.emit(operands, tuple(o.type for o in node.operands), node.type, self)
             root = "ROOT " if node is comp.root else ""
             meta = _metadata(node, f"{_ident(comp.name)}/{name}") if self.metadata else ""
-            shard = _manual_sharding(node.type) if self.manual_sharding else ""
+            shard = _manual_sharding(node.type) if self.manual_sharding else \
+                extra.get(id(node), "")
             lines.append(f"  {root}{name} = {node.type.hlo} {text}{shard}{meta}\n")
         return "".join(lines)
 
     def entry(self, comp: Computation, name: str) -> str:
-        body = self._body(comp)
-        header = f"HloModule {_ident(name)}\n\n"
+        body = self._body(comp, entry=True)
+        header = f"HloModule {_ident(name)}"
+        if self.meshes:  # Shardy's meshes, named by the annotations that use them
+            from .sharding import sdy_mesh
+
+            meshes = ", ".join(f"{n} = {sdy_mesh(m)}" for m, n in self.meshes.items())
+            header += f", frontend_attributes={{xla.sdy.meshes={{{meshes}}}}}"
+        header += "\n\n"
         return header + "\n".join(self.blocks) + ("\n" if self.blocks else "") + \
             f"ENTRY {self._fresh(_ident(name))} {{\n{body}}}\n"
 
@@ -108,11 +129,14 @@ def _manual_sharding(t) -> str:
 
 
 def module_text(entry: Computation, name: str | None = None, metadata: bool = True,
-                manual_sharding: bool = False) -> str:
+                manual_sharding: bool = False,
+                param_attributes: dict[int, str] | None = None) -> str:
     """The whole HLO module for ``entry`` as XLA's text format.
 
     ``manual_sharding`` marks every instruction ``sharding={manual}``: each SPMD
     partition runs the program on its own data, as code with explicit
-    collectives across partitions expects.
+    collectives across partitions expects. ``param_attributes`` appends text
+    (a sharding annotation) to entry parameters by position.
     """
-    return PrintContext(metadata, manual_sharding).entry(entry, name or entry.name)
+    return PrintContext(metadata, manual_sharding, param_attributes).entry(
+        entry, name or entry.name)

@@ -7,6 +7,11 @@ replicas (``mode="replicas"``) or as SPMD partitions with manual sharding
 ``n`` per-device arrays; the result is a list of ``n`` per-device results.
 On CPU, several devices need ``XLA_FLAGS=--xla_force_host_platform_device_count=N``
 set before hlodsl (jax) is imported.
+
+For per-device code over partitions, ``hd.shard_map`` supersedes this: it takes
+global arrays laid out over a named mesh, and its collectives name mesh axes
+(docs/sharding.md). ``replicated`` stays for programs written against XLA
+replicas (``mode="replicas"``) and for hand-written device groups.
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def to_device(host: np.ndarray, device: int = 0, private: bool = False):
     """
     if not private:
         host = _private_copy(host)
-    return jax.device_put(host, backend().devices()[device])
+    return jax.device_put(host, backend().local_devices()[device])
 
 
 def _private_copy(host: np.ndarray) -> np.ndarray:
@@ -149,7 +149,7 @@ def adopt(buf):
     devices = buf.devices()
     if len(devices) == 1 and next(iter(devices)) in backend().devices():
         return buf
-    return jax.device_put(buf, backend().devices()[0])
+    return jax.device_put(buf, backend().local_devices()[0])
 
 
 def copy_buffer(buf):
@@ -210,7 +210,7 @@ def from_dlpack(obj, copy: bool | None = None, immutable: bool = False):
     """
     from jax import dlpack
 
-    device = backend().devices()[0]
+    device = backend().local_devices()[0]
     if copy is None and not (immutable or is_buffer(obj)):
         copy = True
     try:
@@ -251,7 +251,7 @@ class Executable:
         """
         from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-        devices = backend().devices()[: self.num_devices]
+        devices = backend().local_devices()[: self.num_devices]
         sharding = NamedSharding(Mesh(np.array(devices), ("d",)), PartitionSpec())
         globals_ = [jax.make_array_from_single_device_arrays(bufs[0].shape, sharding, list(bufs))
                     for bufs in args]
@@ -293,6 +293,7 @@ def hlo_opcode_enum_names() -> list[str]:
 
 
 def device_count() -> int:
+    """All devices, every process's (single-device programs run on this process's first)."""
     return len(backend().devices())
 
 
@@ -356,13 +357,13 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
         _initialize_lapack()
     try:
         mlir = _hlo_to_mlir(text)
-        exe = be.compile_and_load(mlir, xc.DeviceList(tuple(be.devices()[:n])), opts)
+        exe = be.compile_and_load(mlir, xc.DeviceList(tuple(be.local_devices()[:n])), opts)
     except Exception as e:  # XLA raises its own runtime error type; wrap them all
         raise XlaCompileError(_explain(text, str(e), be, opts, n)) from None
     stats["compiles"] += 1
     executable = Executable(exe, text, n)
     if out_types is not None and n == 1:
-        executable.execute = _direct_execute(exe, out_types, be.devices()[0])
+        executable.execute = _direct_execute(exe, out_types, be.local_devices()[0])
     _EXECUTABLES.add(executable)
     return executable
 
@@ -422,7 +423,7 @@ def _explain(text: str, message: str, be=None, opts=None, n: int = 1) -> str:
     if source and be is not None and "metadata=" in text:
         try:
             be.compile_and_load(_hlo_to_mlir(_METADATA.sub("", text)),
-                                xc.DeviceList(tuple(be.devices()[:n])), opts)
+                                xc.DeviceList(tuple(be.local_devices()[:n])), opts)
         except Exception as e:  # the same rejection, now located by instruction
             message = str(e)
     errors = re.findall(r"error: (.*?)(?:, error:|$)", message, flags=re.MULTILINE)
@@ -448,3 +449,215 @@ def _explain(text: str, message: str, be=None, opts=None, n: int = 1) -> str:
         msg += "\noffending lines:\n" + "\n".join(f"  {n:4d} | {lines[n - 1]}" for n in shown[:5])
     return msg + ("\n(a bug in hlodsl or in a user-defined op's emission; "
                   "hlodsl.code_hlo shows the whole module)")
+
+
+# -- several devices: sharded buffers, partitioned programs, several processes ----------
+# A sharded hlodsl array holds one jax Array whose sharding spans the mesh's
+# devices: PJRT's own description of a buffer per device. hlodsl's Mesh and
+# NamedSharding (hlodsl.sharding) are translated to jax's here and only here.
+
+#: Which SPMD partitioner compiles annotated programs. jaxlib 0.10.2 has Shardy
+#: (``use_shardy_partitioner``), which reads the ``xla.sdy.*`` frontend attributes
+#: hlodsl emits; GSPMD (``sharding={devices=...}``) is deprecated there and is
+#: not emitted (a jaxlib without Shardy gets a clear error at compile).
+PARTITIONER = "shardy" if hasattr(xc.CompileOptions().executable_build_options,
+                                  "use_shardy_partitioner") \
+    else None
+
+_JAX_SHARDINGS: dict = {}
+
+
+def jax_sharding(sharding):
+    """jax's NamedSharding for an hlodsl NamedSharding (cached)."""
+    out = _JAX_SHARDINGS.get(sharding)
+    if out is None:
+        from jax.sharding import Mesh as JMesh, NamedSharding as JNamed, PartitionSpec as JP
+
+        devs = backend().devices()
+        mesh = JMesh(np.vectorize(lambda i: devs[i], otypes=[object])(sharding.mesh.device_ids),
+                     sharding.mesh.axis_names)
+        # The spec without trailing Nones: shardings that compare equal (P() and
+        # P(None, None)) share this entry, and jax refuses the longer on a scalar.
+        parts = [None if not a else a[0] if len(a) == 1 else a for a in sharding.normalized()]
+        out = _JAX_SHARDINGS[sharding] = JNamed(mesh, JP(*parts))
+    return out
+
+
+def put_sharded(host: np.ndarray, sharding):
+    """Copy a host array onto the devices of ``sharding``, each device its own shard.
+
+    The data is copied into a private buffer first, as in ``to_device``: the
+    shards must not alias memory the caller can still write.
+    """
+    return jax.device_put(_private_copy(host), jax_sharding(sharding))
+
+
+def is_sharded(buf) -> bool:
+    """Whether a buffer spans more than one device."""
+    return len(buf.sharding.device_set) > 1
+
+
+def sharding_of(buf):
+    """The hlodsl NamedSharding of a buffer laid out over a mesh (even of one device),
+    None for a plain one-device buffer."""
+    from .sharding import Mesh, NamedSharding, PartitionSpec
+
+    s = buf.sharding
+    mesh = getattr(s, "mesh", None)
+    if len(s.device_set) == 1 and (mesh is None or not hasattr(s, "spec")):
+        return None  # a one-device buffer
+    devs = backend().devices()
+    if mesh is None or not hasattr(s, "spec"):
+        raise TypeError(f"a buffer with sharding {s} (not a named sharding) cannot be an "
+                        "hlodsl array")
+    ids = np.vectorize(devs.index, otypes=[np.int64])(mesh.devices)
+    return NamedSharding(Mesh(ids, tuple(mesh.axis_names)), PartitionSpec(*s.spec))
+
+
+def shards(buf) -> list[tuple[int, tuple, object]]:
+    """``(device index, global index, single-device buffer)`` for each local shard."""
+    devs = backend().devices()
+    return [(devs.index(sh.device), sh.index, sh.data) for sh in buf.addressable_shards]
+
+
+def is_fully_addressable(buf) -> bool:
+    return buf.is_fully_addressable
+
+
+def readable(buf):
+    """A buffer numpy can read for the whole array: ``buf``, or one of its local
+    copies when it is replicated over devices of several processes."""
+    if not buf.is_fully_addressable and buf.is_fully_replicated:
+        return buf.addressable_data(0)
+    return buf
+
+
+def replicate_on(buf, sharding):
+    """A one-device (or differently laid out) buffer moved to ``sharding``'s layout."""
+    return jax.device_put(buf, jax_sharding(sharding))
+
+
+def compile_partitioned(text: str, device_ids: list[int]) -> Executable:
+    """Compile a module with sharding annotations for the devices ``device_ids``
+    (partition i runs on ``device_ids[i]``), through XLA's SPMD partitioner."""
+    if PARTITIONER is None:
+        raise XlaCompileError("this jaxlib has no Shardy partitioner, which hlodsl's sharding "
+                              "annotations need (jaxlib >= 0.4.36)")
+    be = backend()
+    devs = be.devices()
+    n = len(device_ids)
+    opts = xc.CompileOptions()
+    opts.env_option_overrides = list(compiler_options().items())
+    opts.num_replicas, opts.num_partitions = 1, n
+    eb = opts.executable_build_options
+    eb.use_spmd_partitioning = True
+    eb.use_shardy_partitioner = True
+    chosen = [devs[i] for i in device_ids]
+    # Partition i runs on chosen[i]; the assignment names devices by their global
+    # ids (which differ from positions once several processes share the program).
+    opts.device_assignment = xc.DeviceAssignment.create(
+        np.array([d.id for d in chosen]).reshape(1, n))
+    devices = xc.DeviceList(tuple(chosen))
+    if "lapack_" in text:
+        _initialize_lapack()
+    try:
+        exe = be.compile_and_load(_hlo_to_mlir(text), devices, opts)
+    except Exception as e:
+        raise XlaCompileError(_explain(text, str(e))) from None
+    stats["compiles"] += 1
+    executable = Executable(exe, text, n)
+    _EXECUTABLES.add(executable)
+    return executable
+
+
+def output_blocks(exe: Executable, ranks: list[int]) -> list[list[tuple[int, ...]] | None]:
+    """Per output of a partitioned program: the block each partition holds (the
+    position of its shard in the grid of shards), or None when XLA laid the output
+    out in a way that is not a grid of blocks (maximal, manual)."""
+    out = []
+    n = exe.num_devices
+    shardings = exe._exe.get_output_shardings()
+    if shardings is None:  # one partition: nothing is split
+        return [[(0,) * rank] * n for rank in ranks]
+    for op, rank in zip(shardings, ranks):
+        h = xc.HloSharding.from_proto(op)
+        if h.is_replicated():
+            out.append([(0,) * rank] * n)
+            continue
+        if not h.is_tiled() or h.is_manual() or h.is_maximal():
+            out.append(None)
+            continue
+        dims = list(h.tile_assignment_dimensions())
+        grid = np.asarray(h.tile_assignment_devices()).reshape(dims)
+        blocks = [None] * n
+        for pos, p in np.ndenumerate(grid):
+            blocks[int(p)] = tuple(pos[:rank])
+        out.append(blocks if len(dims) >= rank else None)
+    return out
+
+
+def partitioned_executor(exe: Executable, outs: list):
+    """``run(args) -> outputs`` for a partitioned program on global buffers; ``outs`` is
+    ``[(shape, dtype, sharding)]`` per output. Result handlers are built once here,
+    so a call is PJRT's execute and the handlers (as jax.jit's own dispatch)."""
+    from jax.core import ShapedArray
+
+    handlers = [xc.array_result_handler(ShapedArray(shape, dtype), jax_sharding(s),
+                                        committed=True, _skip_checks=True)
+                for shape, dtype, s in outs]
+    execute_sharded = exe._exe.execute_sharded
+    calls = _CALLS
+
+    def run(args):
+        out = execute_sharded(args).consume_with_handlers(handlers)
+        calls[0] += 1
+        if not calls[0] & 1023:
+            _drain_call_records()
+        return out
+
+    return run
+
+
+def initialize_distributed(coordinator_address: str, num_processes: int, process_id: int,
+                           timeout_s: int) -> None:
+    """Join a group of processes through PJRT's distributed runtime (jax's coordination
+    service), CPU collectives through gloo; before the client starts."""
+    if _started():
+        raise RuntimeError("hd.distributed.initialize must run before anything else uses "
+                           "the runtime (no arrays or compiled functions yet) in this process")
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=coordinator_address,
+                               num_processes=num_processes, process_id=process_id,
+                               initialization_timeout=timeout_s,
+                               heartbeat_timeout_seconds=timeout_s,
+                               shutdown_timeout_seconds=timeout_s)
+
+
+def shutdown_distributed() -> None:
+    jax.distributed.shutdown()
+
+
+def process_index() -> int:
+    return backend().process_index()
+
+
+def process_count() -> int:
+    return len({d.process_index for d in backend().devices()})
+
+
+def local_device_ids() -> list[int]:
+    """Indices in ``backend().devices()`` of this process's devices."""
+    devs = backend().devices()
+    return [devs.index(d) for d in backend().local_devices()]
+
+
+def from_process_local_data(sharding, local: np.ndarray, global_shape: tuple[int, ...]):
+    """The global buffer whose shards on this process's devices come from ``local``."""
+    return jax.make_array_from_process_local_data(jax_sharding(sharding), _private_copy(local),
+                                                  global_shape)
+
+
+def cost_analysis(exe: Executable) -> dict[str, float]:
+    """XLA's cost estimate of a compiled program, per device: ``flops`` and
+    ``bytes accessed`` among others."""
+    return dict(exe._exe.cost_analysis())

@@ -249,13 +249,47 @@ def all_reduce_vjp(op: AllReduce, ct, out, x):
     return (op(ct),)
 
 
+# All-gather and sum reduce-scatter over the same groups are each other's transposes:
+# the block a device contributed comes back summed over every device that read it.
+# A permutation's cotangent travels the inverse pairs.
+
+def _add(a, b):
+    from .binary import Add
+
+    return Add()(a, b)
+
+
+@vjp_rule.dispatch
+def all_gather_vjp(op: AllGather, ct, out, x):
+    return (ReduceScatter(_add, op.dimension, op.replica_groups, op.channel_id,
+                          op.use_global_device_ids)(ct),)
+
+
+@vjp_rule.dispatch
+def reduce_scatter_vjp(op: ReduceScatter, ct, out, x):
+    from .reduce import reduction_kind
+
+    if reduction_kind(op, x.dtype) != "add":
+        raise NotImplementedError(f"no derivative rule for {op!r}: only a sum reduce-scatter "
+                                  "is differentiated")
+    return (AllGather(op.dimension, op.replica_groups, op.channel_id,
+                      op.use_global_device_ids)(ct),)
+
+
+@vjp_rule.dispatch
+def collective_permute_vjp(op: CollectivePermute, ct, out, x):
+    return (CollectivePermute(tuple((t, s) for s, t in op.source_target_pairs),
+                              op.channel_id)(ct),)
+
+
 def _no_rule(op, ct, out, *args):
     raise NotImplementedError(
-        f"no derivative rule for {op!r}: of the collectives, only a sum AllReduce is "
-        "differentiated (wrap others in hlodsl.custom_vjp)")
+        f"no derivative rule for {op!r}: of the collectives, sum AllReduce, AllGather, sum "
+        "ReduceScatter and CollectivePermute are differentiated (wrap others in "
+        "hlodsl.custom_vjp)")
 
 
-for _cls in (AllGather, ReduceScatter, AllToAll, CollectivePermute, CollectiveBroadcast):
+for _cls in (AllToAll, CollectiveBroadcast):
     register_rule(vjp_rule, _cls, lambda op, ct, out, *args: _no_rule(op, ct, out, *args))
 
 

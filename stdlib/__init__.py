@@ -26,4 +26,5 @@ from .reductions import max, mapreduce, mean, min, prod, sum  # noqa: F401
 from .statistics import *  # noqa: F401,F403
 from .searching import *  # noqa: F401,F403  (after statistics: it uses cumulative_sum)
 from .sets import *  # noqa: F401,F403
+from . import parallel  # noqa: F401,E402  (collectives by mesh axis, for hd.shard_map)
 from . import nn  # noqa: F401,E402  (layers, losses, optimisers; hlodsl.stdlib.models uses it)

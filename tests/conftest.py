@@ -2,8 +2,8 @@
 
 import os
 
-# Collectives and SPMD tests run on several CPU devices; single-device programs
+# Collectives, SPMD and sharding tests run on 8 CPU devices; single-device programs
 # still use device 0. Respect a count the caller has already chosen.
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               " --xla_force_host_platform_device_count=4").strip()
+                               " --xla_force_host_platform_device_count=8").strip()

@@ -1912,4 +1912,59 @@ case("pickle", "pickle-a-token", lambda: hd.compile(_pickle_token)(F3), (STE, TE
      r"pickl", r"token", r"staged|inside|cannot")
 case("pickle", "pickle-a-compiled-function", lambda: pickle.dumps(hd.compile(_square)), TE,
      r"pickl", r"compile|Compiled|_square", r"function|fn|cannot")
+# -- sharding: meshes, layouts, partitioned programs, shard_map ----------------------------
+
+
+def _mesh2():
+    return hd.make_mesh((2,), ("x",))
+
+
+def _sx():
+    return hd.NamedSharding(_mesh2(), hd.P("x"))
+
+
+case("ops", "ShardingConstraint-not-a-sharding", lambda: ops.ShardingConstraint("x"), TE,
+     w("ShardingConstraint"), w("sharding"), r"NamedSharding", op="ShardingConstraint")
+case("ops", "ShardingConstraint-indivisible",
+     lambda: hd.compile(lambda a: ops.ShardingConstraint(_sx())(a))(F3), SE,
+     w("ShardingConstraint"), T("f32", 3), r"divide", op="ShardingConstraint")
+case("ops", "ResultSharding-not-a-sharding", lambda: ops.ResultSharding(None), TE,
+     w("ResultSharding"), w("sharding"), r"NamedSharding", op="ResultSharding")
+case("ops", "ResultSharding-indivisible",
+     lambda: hd.compile(lambda a: ops.ResultSharding(_sx())(a))(F3), SE,
+     w("ResultSharding"), T("f32", 3), r"divide", op="ResultSharding")
+case("ops", "GlobalToLocal-axes-a-string", lambda: ops.GlobalToLocal((_sx(),), "x"), TE,
+     w("GlobalToLocal"), w("axes"), r"tuple of mesh axis names", op="GlobalToLocal")
+case("ops", "GlobalToLocal-count", lambda: hd.compile(
+    lambda a: ops.GlobalToLocal((_sx(), _sx()), ("x",))(a))(F4), SE,
+     w("GlobalToLocal"), T("f32", 4), r"2 shardings for 1 operands", op="GlobalToLocal")
+case("ops", "LocalToGlobal-not-shardings", lambda: ops.LocalToGlobal((1,), ("x",)), TE,
+     w("LocalToGlobal"), w("shardings"), r"NamedSharding", op="LocalToGlobal")
+case("ops", "LocalToGlobal-count", lambda: hd.compile(
+    lambda a: ops.LocalToGlobal((), ("x",))(a))(F4), SE,
+     w("LocalToGlobal"), T("f32", 4), r"0 shardings for 1 operands", op="LocalToGlobal")
+case("ops", "ManualComputation-body-not-callable", lambda: ops.ManualComputation(3, _mesh2()),
+     TE, w("ManualComputation"), w("body"), r"callable", op="ManualComputation")
+case("ops", "ManualComputation-mesh-not-a-mesh",
+     lambda: ops.ManualComputation(_square, "mesh"), TE,
+     w("ManualComputation"), w("mesh"), r"Mesh", op="ManualComputation")
+case("sharding", "make_mesh-too-many-devices", lambda: hd.make_mesh((64,), ("x",)), VE,
+     w("make_mesh"), r"\(64,\)", r"needs 64 devices")
+case("sharding", "Mesh-names-and-shape", lambda: hd.Mesh([0, 1], ("x", "y")), VE,
+     w("Mesh"), r"'x', 'y'|\('x', 'y'\)", r"shape \(2,\)")
+case("sharding", "NamedSharding-unknown-axis", lambda: hd.NamedSharding(_mesh2(), hd.P("z")),
+     VE, w("NamedSharding"), r"'z'", r"not an axis")
+case("sharding", "PartitionSpec-entry", lambda: hd.P(3), TE,
+     w("PartitionSpec"), r"\b3\b", r"axis name")
+case("sharding", "device_put-indivisible", lambda: hd.device_put(F3, _sx()), VE,
+     w("device_put"), T("f32", 3), r"divide")
+case("sharding", "in_shardings-structure", lambda: hd.compile(
+    _square, in_shardings=(_sx(), _sx()))(F4), TE,
+     w("in_shardings"), r"one entry per positional argument", r"\b1\b")
+case("sharding", "psum-outside-shard_map", lambda: hd.stdlib.parallel.psum(F3, "x"), STE,
+     w("psum"), r"'x'", r"shard_map")
+case("sharding", "psum-unknown-axis", lambda: hd.shard_map(
+    lambda a: hd.stdlib.parallel.psum(a, "y"), _mesh2(), hd.P("x"), hd.P("x"))(F4), VE,
+     w("psum"), r"'y'", r"not an axis")
+
 AREAS = tuple(dict.fromkeys(c.area for c in CASES))

@@ -205,9 +205,16 @@ def test_all_reduce_sum_pullback_is_the_all_reduce_of_ct():
         _close(g, 2 * x * total)
 
 
-def test_other_collectives_raise():
-    def step(x):
-        return hd.grad(lambda x: xp.sum(ops.AllGather(0, ((0,),))(x)))(x)
+def test_gather_scatter_and_permute_are_differentiated_others_raise():
+    def step(x):  # reduce-scatter is all-gather's transpose: on one device, ones
+        return hd.grad(lambda x: xp.sum(ops.AllGather(0, ((0,),))(x) * 3))(x)
 
-    with pytest.raises(NotImplementedError, match="only a sum AllReduce"):
-        hd.replicated(step, 1)([np.float64([1.0])])
+    np.testing.assert_array_equal(np.asarray(hd.replicated(step, 1)([np.float64([1.0])])[0]),
+                                  [3.0])
+
+    def other(x):
+        return hd.grad(lambda x: xp.sum(ops.AllToAll(0, ((0,),))(x)))(x)
+
+    with pytest.raises(NotImplementedError, match="AllGather, sum ReduceScatter and "
+                                                  "CollectivePermute are differentiated"):
+        hd.replicated(other, 1)([np.float64([1.0])])

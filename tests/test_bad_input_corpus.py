@@ -26,7 +26,7 @@ import sys
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     # As tests/conftest.py does, so the script and pytest see the same devices.
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               " --xla_force_host_platform_device_count=4").strip()
+                               " --xla_force_host_platform_device_count=8").strip()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import inspect  # noqa: E402

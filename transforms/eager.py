@@ -36,7 +36,7 @@ def eager() -> bool:
 
 def run_eagerly(impl: Callable, name: str, *args):
     """``impl(*args)`` staged on the arrays in ``args``, compiled (cached by HLO text), run."""
-    from hlodsl.compiler import Entry
+    from hlodsl.compiler import Entry, run_entry
     from hlodsl.printer import module_text
     from hlodsl.runtime import compile_hlo
     from hlodsl.staging import stage_types
@@ -58,7 +58,7 @@ def run_eagerly(impl: Callable, name: str, *args):
         exe = compile_hlo(module_text(staged.computation, f"eager_{name}"),
                           out_types=[(t.shape, t.dtype.np_dtype) for t in staged.out_types])
         exe = _EXECUTABLES.put(key, exe)
-    return Entry(staged, exe).run(leaves)
+    return run_entry(Entry(staged, exe), leaves)
 
 
 class _NoArrays(Exception):

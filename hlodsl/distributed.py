@@ -1,0 +1,133 @@
+"""One program over the devices of several processes (and hosts), through PJRT's
+distributed runtime.
+
+Each process calls ``initialize`` first; from then on ``hd.devices()`` lists
+every process's devices, a mesh may span them, and a compiled program with
+shardings over such a mesh runs as one SPMD program, each process feeding
+and holding the shards on its own devices. Collectives between processes on
+CPU go through gloo (the runtime's own implementation); nothing here moves
+data itself. ``python -m hlodsl.launch -n 2 script.py`` starts local runs.
+
+>>> import hlodsl as hd
+>>> hd.distributed.process_count(), hd.distributed.process_index()
+(1, 0)
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import runtime
+from .sharding import NamedSharding
+
+__all__ = ["initialize", "shutdown", "process_index", "process_count", "local_devices",
+           "make_array_from_process_local_data", "ENV"]
+
+#: Environment variables ``initialize()`` reads when called without arguments
+#: (``python -m hlodsl.launch`` sets them).
+ENV = {"coordinator_address": "HLODSL_COORDINATOR", "num_processes": "HLODSL_NUM_PROCESSES",
+       "process_id": "HLODSL_PROCESS_ID"}
+
+
+def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None, *, timeout_s: int = 60) -> None:
+    """Join ``num_processes`` processes that meet at ``coordinator_address``
+    (``host:port``; process 0 serves it). Missing arguments come from the
+    ``HLODSL_COORDINATOR`` / ``HLODSL_NUM_PROCESSES`` / ``HLODSL_PROCESS_ID``
+    environment variables. Must run before anything else uses hlodsl's runtime.
+    A process that does not join, or dies, makes the others fail with an error
+    after about ``timeout_s`` seconds instead of waiting forever.
+    """
+    given = {"coordinator_address": coordinator_address, "num_processes": num_processes,
+             "process_id": process_id}
+    for key, value in given.items():
+        if value is None:
+            env = os.environ.get(ENV[key])
+            if env is None:
+                raise ValueError(f"distributed.initialize: {key} not given and "
+                                 f"${ENV[key]} is not set")
+            given[key] = env
+    address = str(given["coordinator_address"])
+    try:
+        n, pid = int(given["num_processes"]), int(given["process_id"])
+    except ValueError:
+        raise ValueError(f"distributed.initialize: num_processes and process_id must be "
+                         f"integers, got {given['num_processes']!r}, {given['process_id']!r}") \
+            from None
+    if n < 1 or not 0 <= pid < n:
+        raise ValueError(f"distributed.initialize: process_id {pid} is not in [0, {n})")
+    if ":" not in address:
+        raise ValueError(f"distributed.initialize: coordinator_address must be host:port, "
+                         f"got {address!r}")
+    runtime.initialize_distributed(address, n, pid, int(timeout_s))
+
+
+def shutdown() -> None:
+    """Leave the group (at exit this happens by itself)."""
+    runtime.shutdown_distributed()
+
+
+def process_index() -> int:
+    """This process's index in the group (0 without ``initialize``)."""
+    return runtime.process_index()
+
+
+def process_count() -> int:
+    """How many processes the group has (1 without ``initialize``)."""
+    return runtime.process_count()
+
+
+def local_devices() -> list:
+    """This process's devices (``hd.Device``; ids index ``hd.devices()``)."""
+    from .array import Device
+
+    return [Device(runtime.platform(), i) for i in runtime.local_device_ids()]
+
+
+def make_array_from_process_local_data(sharding: NamedSharding, local_data,
+                                       global_shape: tuple[int, ...] | None = None):
+    """The global array laid out as ``sharding`` whose part on this process's devices is
+    ``local_data`` (each process passes its own part: e.g. its slice of the batch).
+
+    Without ``global_shape``, the local data is taken to be this process's share of
+    dimensions split across processes (the data-parallel batch): its shape times
+    the number of processes' blocks along each split dimension.
+    """
+    from .array import array_class, sharded_class
+
+    if not isinstance(sharding, NamedSharding):
+        raise TypeError(f"make_array_from_process_local_data: expected a hd.NamedSharding, "
+                        f"got {sharding!r}")
+    local = np.asarray(local_data)
+    if global_shape is None:
+        global_shape = _global_shape(sharding, local.shape)
+    global_shape = tuple(int(n) for n in global_shape)
+    sharding.check(global_shape, "make_array_from_process_local_data")
+    try:
+        buf = runtime.from_process_local_data(sharding, local, global_shape)
+    except ValueError as e:
+        raise ValueError(f"make_array_from_process_local_data: local data of shape "
+                         f"{local.shape} does not fit {sharding!r} for global shape "
+                         f"{global_shape}: {e}") from None
+    from .types import ArrayType
+    from .dtypes import element_type
+
+    t = ArrayType(element_type(local.dtype), global_shape)
+    cls = sharded_class(t) if runtime.is_sharded(buf) else array_class(t)
+    a = object.__new__(cls)
+    a._buf, a._node = buf, None
+    return a
+
+
+def _global_shape(sharding: NamedSharding, local_shape) -> tuple[int, ...]:
+    """The global shape when each process holds the blocks of its own devices."""
+    mine = set(runtime.local_device_ids())
+    flat = sharding.mesh.device_ids.reshape(-1).tolist()
+    shape = []
+    for d, n in enumerate(local_shape):
+        blocks_here = {sharding.block(p, len(local_shape))[d] for p, dev in enumerate(flat)
+                       if dev in mine}
+        shape.append(n * sharding.parts(d) // max(len(blocks_here), 1))
+    return tuple(shape)
