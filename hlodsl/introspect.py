@@ -20,7 +20,7 @@ import html
 import re
 
 from .array import array_class
-from .compiler import Compiled, _check_passes, any_sharded, build_entry
+from .compiler import Compiled, _check_passes, _convert, any_sharded, build_entry
 from .compiler import compile as compile_fn
 from .graph import Computation
 from .printer import module_text
@@ -55,7 +55,9 @@ def _staged(f, args, kwargs, caller: str):
         shown = repr(f) if len(repr(f)) <= 40 else repr(f)[:37] + "..."
         raise TypeError(f"{caller}: f must be a callable (the function to stage), got "
                         f"{type(f).__name__} {shown}; call it as {caller}(f, *args)")
-    fn = f.staged_fn if isinstance(f, Compiled) else f
+    # What hd.compile would run: Python control flow on arrays converted, so that
+    # introspection shows the program compile runs (and works where compile does).
+    fn = f.staged_fn if isinstance(f, Compiled) else _convert(f)
     name = f.name if isinstance(f, Compiled) else getattr(f, "__name__", "f")
     return stage(fn, args, kwargs, name), name
 

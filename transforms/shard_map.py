@@ -47,7 +47,11 @@ class ShardMap:
     def __init__(self, f, mesh: Mesh, in_specs, out_specs):
         if not isinstance(mesh, Mesh):
             raise TypeError(f"shard_map: expected a hd.Mesh, got {mesh!r}")
-        self.f, self.mesh, self.in_specs, self.out_specs = f, mesh, in_specs, out_specs
+        from .flow import convert
+
+        # Python control flow on arrays in the body, converted as hd.compile does.
+        self.f = convert(f)
+        self.mesh, self.in_specs, self.out_specs = mesh, in_specs, out_specs
         self.__name__ = getattr(f, "__name__", "shard_map")
         self._compiled = None
 

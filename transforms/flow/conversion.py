@@ -20,7 +20,7 @@ import types
 import weakref
 from typing import Callable
 
-from .rewrite import FLOW, PREFIX, Converter, explicit_super
+from .rewrite import FLOW, PREFIX, Converter, at, explicit_super
 from .source import compile_in_place, rewritten_by_pytest, same_code, \
     source_lines, warn_stale
 
@@ -102,8 +102,7 @@ def _template(fn: types.FunctionType) -> types.CodeType | None:
 
 def _library(fn) -> bool:
     code = fn.__code__
-    if code.co_name == "<lambda>" or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
-                                                     | inspect.CO_ASYNC_GENERATOR):
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return True
     g = fn.__globals__
     if g.get("__hlodsl_user_code__") or code.co_filename.startswith("<doctest"):
@@ -115,6 +114,8 @@ def _library(fn) -> bool:
 
 def _build(fn: types.FunctionType) -> types.CodeType | None:
     code = fn.__code__
+    if code.co_name == "<lambda>":
+        return _build_lambda(fn)
     lines = source_lines(code)
     if not lines:
         return None  # no source: the REPL, exec(), a deleted file
@@ -144,6 +145,41 @@ def _build(fn: types.FunctionType) -> types.CodeType | None:
     if found is None or not set(found.co_freevars) <= set(code.co_freevars) | {FLOW}:
         return None
     return _finish(found, fdef.name, fdef.name)
+
+
+_LAMBDA = f"{PREFIX}lambda"
+
+
+def _build_lambda(fn: types.FunctionType) -> types.CodeType | None:
+    """A lambda's converted code: its expression as the body of a generated ``def``
+    (conditional expressions and ``and``/``or``/``not`` on symbolic predicates are
+    what a lambda can hold). The lambda is found in the statement that starts on
+    its first line; of several there, the one that compiles to its very code."""
+    code = fn.__code__
+    lines = source_lines(code)
+    if not lines:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (SyntaxError, IndentationError):
+        return None  # the lambda starts inside a statement that began on an earlier line
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
+    for lam in ast.walk(tree):
+        if not isinstance(lam, ast.Lambda) or lam.lineno != code.co_firstlineno:
+            continue
+        fdef = at(ast.FunctionDef(name=_LAMBDA, args=lam.args, body=[at(ast.Return(lam.body),
+                                                                          lam.body)],
+                                  decorator_list=[], returns=None, type_params=[]), lam)
+        ast.fix_missing_locations(fdef)
+        original = compile_in_place(fn, copy.deepcopy(fdef), with_flow=False)
+        if original is None or not same_code(original, code):
+            continue
+        Converter(code.co_filename, _LAMBDA).function(fdef)
+        found = compile_in_place(fn, fdef, with_flow=True)
+        if found is None or not set(found.co_freevars) <= set(code.co_freevars) | {FLOW}:
+            return None
+        return _finish(found, "<lambda>", fn.__qualname__)
+    return None
 
 
 def _finish(code: types.CodeType, user: str, qual: str) -> types.CodeType:
