@@ -355,17 +355,56 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     opts = _options(num_replicas, num_partitions)
     if "lapack_" in text:
         _initialize_lapack()
+    devices = tuple(be.local_devices()[:n])
     try:
-        mlir = _hlo_to_mlir(text)
-        exe = be.compile_and_load(mlir, xc.DeviceList(tuple(be.local_devices()[:n])), opts)
+        exe = _compile_and_load(be, text, devices, opts, (num_replicas, num_partitions))
     except Exception as e:  # XLA raises its own runtime error type; wrap them all
         raise XlaCompileError(_explain(text, str(e), be, opts, n)) from None
-    stats["compiles"] += 1
     executable = Executable(exe, text, n)
     if out_types is not None and n == 1:
         executable.execute = _direct_execute(exe, out_types, be.local_devices()[0])
     _EXECUTABLES.add(executable)
     return executable
+
+
+def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple):
+    """XLA's executable for ``text`` on ``devices``: loaded from the persistent cache
+    (hlodsl.disk_cache) when an earlier process compiled it, else compiled and stored."""
+    from . import disk_cache
+
+    device_list = xc.DeviceList(devices)
+    name = None
+    if disk_cache.directory() is not None:
+        import jaxlib
+
+        environment = (jax.__version__, jaxlib.__version__, be.platform, be.platform_version,
+                       devices[0].device_kind,
+                       tuple(d.id for d in devices), shape,
+                       tuple(sorted(opts.env_option_overrides)))
+        name = disk_cache.key(text, environment)
+        data = disk_cache.load(name)
+        if data is not None:
+            try:
+                exe = be.deserialize_executable(data, device_list, opts)
+                stats["cache_loads"] = stats.get("cache_loads", 0) + 1
+                return exe
+            except Exception as e:  # stale for this runtime: compile it again
+                import warnings
+
+                warnings.warn(disk_cache.CacheWarning(
+                    f"persistent compile cache: an entry could not be loaded ({e}); "
+                    "compiling the module again"))
+    exe = be.compile_and_load(_hlo_to_mlir(text), device_list, opts)
+    stats["compiles"] += 1
+    if name is not None:
+        try:
+            disk_cache.store(name, be.serialize_executable(exe))
+        except Exception as e:  # some executables cannot be serialized: keep going
+            import warnings
+
+            warnings.warn(disk_cache.CacheWarning(
+                f"persistent compile cache: executable not stored ({e})"))
+    return exe
 
 
 def _direct_execute(exe, out_types, device):
@@ -557,14 +596,12 @@ def compile_partitioned(text: str, device_ids: list[int]) -> Executable:
     # ids (which differ from positions once several processes share the program).
     opts.device_assignment = xc.DeviceAssignment.create(
         np.array([d.id for d in chosen]).reshape(1, n))
-    devices = xc.DeviceList(tuple(chosen))
     if "lapack_" in text:
         _initialize_lapack()
     try:
-        exe = be.compile_and_load(_hlo_to_mlir(text), devices, opts)
+        exe = _compile_and_load(be, text, tuple(chosen), opts, ("spmd", n))
     except Exception as e:
         raise XlaCompileError(_explain(text, str(e))) from None
-    stats["compiles"] += 1
     executable = Executable(exe, text, n)
     _EXECUTABLES.add(executable)
     return executable
