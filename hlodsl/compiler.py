@@ -20,13 +20,14 @@ import warnings
 
 from .cache import BoundedCache
 from .errors import RecompileWarning
-from .graph import current_builder
+from .context import STATE as _STATE
 from .printer import module_text
 from .runtime import Executable, compile_hlo
 from .settings import config, memory_size
 from .signature import describe
+from .scalars import lift_arguments, static_positions
 from .staging import Staged, stage
-from .tree import LEAF, flatten, unflatten
+from .tree import LEAF, flatten, flatten_traced, unflatten
 
 __all__ = ["compile", "Compiled", "use_conversion", "use_pipeline", "use_sharding"]
 
@@ -132,7 +133,10 @@ class Entry:
     def run(self, leaves) -> object:
         outs = self.exe.execute([a._buf for a in leaves])
         if self.single:
-            return _wrap(self.out_classes[0], outs[0])
+            a = object.__new__(self.out_classes[0])  # _wrap, inlined for one result
+            a._buf = outs[0]
+            a._node = None
+            return a
         return unflatten(self.out_tree, map(_wrap, self.out_classes, outs))
 
 
@@ -156,8 +160,11 @@ class Compiled:
 
     def __init__(self, fn, name: str | None = None, convert: bool = True,
                  cache_size: int | None = None, memory_limit=None, passes=None,
-                 in_shardings=None, out_shardings=None):
+                 in_shardings=None, out_shardings=None, static_argnums=None,
+                 static_argnames=None):
         _check_arguments(fn, cache_size)
+        self._static = static_positions(fn, getattr(fn, "__name__", "fn"), static_argnums,
+                                        static_argnames)
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self.sharded = in_shardings is not None or out_shardings is not None
         if self.sharded and (memory_limit is not None or passes is not None):
@@ -188,7 +195,7 @@ class Compiled:
         self._warn_at = config.recompile_warning
 
     def __call__(self, *args, **kwargs):
-        if current_builder() is not None:
+        if _STATE.builders:  # (current_builder() inlined: this is the call path)
             # Called from inside another staged function: inline it, so nested
             # calls flatten into the enclosing module.
             return self.staged_fn(*args, **kwargs)
@@ -197,10 +204,15 @@ class Compiled:
             if cell is not None:
                 cell[1] = True
                 return cell[0].run(args)
-        leaves, treedef = flatten((args, kwargs))
-        key = (treedef, tuple(type(a) for a in leaves))
+        if self._static[0] or self._static[1]:
+            args, kwargs = lift_arguments(args, kwargs, *self._static)
+            leaves, treedef = flatten((args, kwargs))
+        else:  # the call path: Python numbers become traced leaves as it flattens
+            leaves, treedef = flatten_traced((args, kwargs))
+        key = (treedef, tuple(map(type, leaves)))
         entry = self._entries.get(key)
         if entry is None:
+            args, kwargs = lift_arguments(args, kwargs, *self._static)
             entry = self._compile_entry(key, args, kwargs, leaves)
         for a in leaves:
             if a._buf is None:
@@ -265,8 +277,9 @@ class Compiled:
         >>> print(f.explain(hd.array(np.float32([1, 2])), 2.0))
         <lambda>: compiled already (1 signature cached)
         >>> print(f.explain(hd.array(np.float32([1, 2, 3])), -0.0))
-        <lambda>: not compiled; nearest signature differs in x: f32[2] before, f32[3] now; scale: static 2.0 before, static -0.0 now
+        <lambda>: not compiled; nearest signature differs in x: f32[2] before, f32[3] now
         """
+        args, kwargs = lift_arguments(args, kwargs, *self._static)
         leaves, treedef = flatten((args, kwargs))
         key = (treedef, tuple(type(a) for a in leaves))
         n = len(self._entries)
@@ -307,10 +320,15 @@ class Compiled:
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
-        leaves, treedef = flatten((args, kwargs))
-        key = (treedef, tuple(type(a) for a in leaves))
+        if self._static[0] or self._static[1]:
+            args, kwargs = lift_arguments(args, kwargs, *self._static)
+            leaves, treedef = flatten((args, kwargs))
+        else:  # the call path: Python numbers become traced leaves as it flattens
+            leaves, treedef = flatten_traced((args, kwargs))
+        key = (treedef, tuple(map(type, leaves)))
         entry = self._entries.get(key)
         if entry is None:
+            args, kwargs = lift_arguments(args, kwargs, *self._static)
             entry = self._compile_entry(key, args, kwargs, leaves)
         return entry
 
@@ -382,12 +400,16 @@ def _short(value) -> str:
 
 def compile(fn=None, *, name: str | None = None, convert: bool = True,
             cache_size: int | None = None, memory_limit=None, passes=None,
-            in_shardings=None, out_shardings=None):
+            in_shardings=None, out_shardings=None, static_argnums=None, static_argnames=None):
     """Stage ``fn`` into one HLO module per signature and run it with XLA.
 
     Usable as ``compile(f)`` or as a decorator ``@compile``. Arrays in the
     arguments (also inside tuples, lists, dicts and attrs instances) are
-    dynamic; every other argument is static and part of the signature.
+    dynamic, and so are Python floats and complex numbers and numpy scalars
+    (traced as scalar parameters, weakly typed for Python numbers:
+    ``hlodsl.scalars``); every other argument (ints, bools, strings, ...) is
+    static and part of the signature. ``static_argnums`` / ``static_argnames``
+    make arguments static by position or name.
     Python ``if``/``while``/``for i in range(...)`` on symbolic arrays in ``fn``
     and the functions it calls become HLO control flow (``hlodsl.flow``);
     ``convert=False`` stages ``fn`` exactly as written. ``cache_size`` bounds the
@@ -408,10 +430,11 @@ def compile(fn=None, *, name: str | None = None, convert: bool = True,
     for results, to XLA) and compile the program with XLA's SPMD partitioner
     (docs/sharding.md). Sharded arguments alone do the same without them.
     """
-    options = (name, convert, cache_size, memory_limit, passes, in_shardings, out_shardings)
+    options = (name, convert, cache_size, memory_limit, passes, in_shardings, out_shardings,
+               static_argnums, static_argnames)
     if fn is None:
         return lambda f: Compiled(f, *options)
-    if isinstance(fn, Compiled) and options[3:] == (None,) * 4:
+    if isinstance(fn, Compiled) and options[3:] == (None,) * 6:
         return fn
     if isinstance(fn, Compiled):
         fn = fn.fn

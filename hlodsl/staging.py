@@ -73,16 +73,26 @@ def stage(fn, args: tuple, kwargs: dict, name: str | None = None) -> Staged:
     used); every other value is static and passed through as is.
     """
     leaves, treedef = flatten((args, kwargs))
-    return stage_types(fn, treedef, tuple(a.type for a in leaves), name)
+    weak = tuple(getattr(type(a), "_weak", False) for a in leaves)
+    return stage_types(fn, treedef, tuple(a.type for a in leaves), name,
+                       weak if any(weak) else None)
 
 
-def stage_types(fn, treedef, in_types: tuple, name: str | None = None) -> Staged:
-    """Stage ``fn`` on symbolic arguments: ``treedef`` of ``(args, kwargs)``, leaf types."""
+def stage_types(fn, treedef, in_types: tuple, name: str | None = None,
+                weak: tuple | None = None) -> Staged:
+    """Stage ``fn`` on symbolic arguments: ``treedef`` of ``(args, kwargs)``, leaf types;
+    ``weak`` flags the leaves that are traced Python numbers (``hlodsl.scalars``)."""
     stats["stagings"] += 1
     name = name or getattr(fn, "__name__", "staged")
     names = _arg_names(fn, treedef, len(in_types))
     with Builder(name) as b:
         sym = [Array._from_node(b.parameter(t, n)) for t, n in zip(in_types, names)]
+        if weak is not None:
+            from .scalars import weak_class
+
+            for a, w in zip(sym, weak):
+                if w:
+                    a.__class__ = weak_class(a.type)
         s_args, s_kwargs = unflatten(treedef, sym)
         out = fn(*s_args, **s_kwargs)
         out_leaves, out_tree = flatten(out)

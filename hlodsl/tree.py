@@ -19,6 +19,7 @@ import struct
 import attrs
 import numpy as np
 
+from .array import _TYPES as _ARRAY_CLASSES
 from .array import Array, Token
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
@@ -96,8 +97,30 @@ def flatten(x, leaves: list | None = None):
     return _flatten(x, leaves)
 
 
-def _flatten(x, leaves: list):
-    if isinstance(x, (Array, Token)):
+def flatten_traced(x) -> tuple[list, object]:
+    """``flatten``, with Python floats and complex numbers and numpy scalars as leaves
+    (traced scalar arrays, ``hlodsl.scalars``): what a compiled function's call keys on."""
+    leaves: list = []
+    return leaves, _flatten(x, leaves, True)
+
+
+def _flatten(x, leaves: list, traced: bool = False):
+    t = type(x)
+    # Every concrete array class is in array._TYPES: a dict lookup, where
+    # isinstance(x, Array) goes through plum's Python __instancecheck__ (about 1 us).
+    if t in _ARRAY_CLASSES or t is Token:
+        leaves.append(x)
+        return LEAF
+    if t is tuple or t is list:
+        return (t, _children(x, leaves, traced))
+    if t is dict:
+        keys = tuple(x)
+        children = _children(x.values(), leaves, traced)
+        if all(type(k) is str for k in keys):
+            return (dict, keys, children)
+        # Keys compare exactly too (0.0 and -0.0 are different keys of a signature).
+        return (dict, keys, children, tuple(static_key(k) for k in keys))
+    if isinstance(x, (Array, Token)):  # an array of a class made elsewhere
         leaves.append(x)
         return LEAF
     if isinstance(x, np.ndarray):
@@ -105,22 +128,31 @@ def _flatten(x, leaves: list):
 
         leaves.append(array(x))
         return LEAF
-    t = type(x)
-    if t is tuple or t is list:
-        return (t, tuple(_flatten(v, leaves) for v in x))
     if isinstance(x, tuple) and hasattr(x, "_fields"):  # namedtuple
-        return (t, tuple(_flatten(v, leaves) for v in x))
-    if t is dict:
-        keys = tuple(x)
-        children = tuple(_flatten(x[k], leaves) for k in keys)
-        if all(type(k) is str for k in keys):
-            return (dict, keys, children)
-        # Keys compare exactly too (0.0 and -0.0 are different keys of a signature).
-        return (dict, keys, children, tuple(static_key(k) for k in keys))
+        return (t, tuple([_flatten(v, leaves, traced) for v in x]))
     if attrs.has(t):
         names = tuple(f.name for f in attrs.fields(t))
-        return (attrs, t, names, tuple(_flatten(getattr(x, n), leaves) for n in names))
+        return (attrs, t, names, tuple([_flatten(getattr(x, n), leaves, traced) for n in names]))
+    if traced and (t is float or t is complex or isinstance(x, (np.floating,
+                                                               np.complexfloating))):
+        from .scalars import traced_scalar
+
+        leaves.append(traced_scalar(x))
+        return LEAF
     return _Static(x)
+
+
+def _children(values, leaves: list, traced: bool) -> tuple:
+    """The treedefs of a container's values; array values inline (no call per leaf:
+    this loop is most of a compiled call's Python work for structured arguments)."""
+    out = []
+    for v in values:
+        if type(v) in _ARRAY_CLASSES:
+            leaves.append(v)
+            out.append(LEAF)
+        else:
+            out.append(_flatten(v, leaves, traced))
+    return tuple(out)
 
 
 def flat_treedef(n: int):

@@ -27,6 +27,7 @@ import numbers
 
 import numpy as np
 
+from hlodsl.scalars import static_hint
 from hlodsl import ops
 from hlodsl.array import Array, array, default_device
 from hlodsl.dispatcher import dispatch
@@ -288,12 +289,13 @@ def empty_like(x: ArrayLike, dtype=None, device=None):
 def _real(value, what: str, name: str):
     if isinstance(value, Array) and value.is_symbolic:
         raise fail(TypeError, f"{what}: {name} is a symbolic array {value.type}; it must be a "
-                              "static number, since it decides the result's shape")
+                              "static number, since it decides the result's shape"
+                              f"{static_hint(value, name)}")
     if isinstance(value, Array) and value.ndim == 0:
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise fail(TypeError, f"{what}: {name} must be a static real number, got "
-                              f"{type(value).__name__} {value!r}")
+                              f"{type(value).__name__} {value!r}{static_hint(value, name)}")
     return value
 
 

@@ -8,18 +8,20 @@ Promotion follows the array API standard's table where it has an entry: within
 signed integers, within unsigned integers, signed with unsigned (``int8`` and
 ``uint8`` give ``int16``; ``int64`` with ``uint64`` has no entry and raises
 TypeError), and among float32, float64, complex64 and complex128. Pairs the
-standard leaves to the implementation (mixed kinds such as bool with int or int
-with float, and float16/bfloat16) follow numpy's ``promote_types``
-(``int32`` with ``float32`` gives ``float64``); bfloat16 promotes as float16
-does, and bfloat16 with float16 gives float32. Python scalars are weakly typed:
+standard leaves to the implementation: an integer (or bool) array with a
+floating-point or complex one gives the latter's type, as JAX and PyTorch do
+(``int32`` with ``float32`` gives ``float32``, where numpy gives ``float64``:
+a loop counter must not widen a float32 carry); other mixed kinds (bool with
+int) and float16/bfloat16 follow numpy's ``promote_types``; bfloat16 promotes
+as float16 does, and bfloat16 with float16 gives float32. Python scalars are weakly typed:
 they take the element type of the arrays and dtypes beside them where their
 kind fits (an int scalar with an int8 array stays int8), and promote by numpy
 otherwise (a float scalar with an int32 array gives float64, a complex one with
 float32 gives complex64).
 
 >>> import numpy as np, hlodsl as hd
->>> result_type(hd.int8, hd.uint8), result_type(hd.float32, 1.0)
-(int16, float32)
+>>> result_type(hd.int8, hd.uint8), result_type(hd.float32, 1.0), result_type(hd.int32, hd.float32)
+(int16, float32, float32)
 >>> finfo(hd.bfloat16).eps, iinfo(hd.uint8).max
 (0.0078125, 255)
 >>> astype(hd.array(np.float32([1.5, -2.5])), hd.int32)
@@ -38,7 +40,7 @@ from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
-    Bool, ComplexFloating, ElementType, Floating, Integer, Number, SignedInteger,
+    Bool, ComplexFloating, ElementType, Floating, Inexact, Integer, Number, SignedInteger,
     UnsignedInteger, bfloat16, complex64, complex128, element_type, float16, float32,
     float64, int64, pred,
 )
@@ -73,8 +75,10 @@ def _bits(t) -> int:
     return t.np_dtype.itemsize * 8
 
 
-def _promote_pair(a, b):
-    """The array API standard's promotion of two element types (numpy for mixed kinds)."""
+def _promote_pair(a, b, mixed_inexact: bool = True):
+    """The array API standard's promotion of two element types (mixed kinds: an integer
+    with an inexact type gives the inexact one, else numpy's rule; ``mixed_inexact=False``
+    uses numpy's rule there too, which is safe casting)."""
     if a is b:
         return a
     if issubclass(a, Integer) and issubclass(b, Integer):
@@ -94,6 +98,13 @@ def _promote_pair(a, b):
                 (32, True): complex64, (64, True): complex128}[bits, cplx]
     if {a, b} == {bfloat16, float16}:
         return float32
+    # Integer/bool with inexact: the inexact type (JAX's and PyTorch's rule).
+    if not mixed_inexact:
+        pass
+    elif issubclass(a, (Integer, Bool)) and issubclass(b, Inexact):
+        return b
+    if issubclass(b, (Integer, Bool)) and issubclass(a, Inexact):
+        return a
     try:
         return element_type(np.promote_types(a.np_dtype, b.np_dtype))
     except TypeError:
@@ -125,6 +136,16 @@ def scalar_default(value):
     return complex128
 
 
+def _as_python_number(x):
+    """A Python number of the kind of the weakly typed scalar ``x`` (its value does not
+    matter to promotion)."""
+    if issubclass(x.dtype, ComplexFloating):
+        return 0j
+    if issubclass(x.dtype, Floating):
+        return 0.0
+    return False if issubclass(x.dtype, Bool) else 0
+
+
 @dispatch
 def result_type(*arrays_and_dtypes):
     """The element type that operands of these arrays, dtypes and Python scalars promote to.
@@ -139,8 +160,11 @@ def result_type(*arrays_and_dtypes):
     """
     if not arrays_and_dtypes:
         raise TypeError("result_type: at least one array or dtype is required")
-    scalars = [x for x in arrays_and_dtypes if isinstance(x, (bool, int, float, complex))]
-    typed = [_dtype(x, "result_type", "arrays_and_dtypes") for x in arrays_and_dtypes
+    # A traced Python number (a weakly typed scalar array) promotes as the number would.
+    items = [_as_python_number(x) if getattr(type(x), "_weak", False) else x
+             for x in arrays_and_dtypes]
+    scalars = [x for x in items if isinstance(x, (bool, int, float, complex))]
+    typed = [_dtype(x, "result_type", "arrays_and_dtypes") for x in items
              if not isinstance(x, (bool, int, float, complex))]
     if not typed:  # only Python scalars: their default types
         typed, scalars = [scalar_default(scalars[0])], scalars[1:]
@@ -159,7 +183,8 @@ def result_type(*arrays_and_dtypes):
 
 @dispatch
 def can_cast(from_, to):
-    """Whether ``from_`` (a dtype or an array) promotes to ``to`` by :func:`result_type`.
+    """Whether ``from_`` (a dtype or an array) casts to ``to`` keeping every value: the
+    promotion of the two is ``to`` (numpy's rule for mixed kinds, i.e. safe casting).
 
     >>> import hlodsl as hd
     >>> can_cast(hd.int8, hd.int16), can_cast(hd.int64, hd.uint64), can_cast(hd.int32, hd.float32)
@@ -167,7 +192,9 @@ def can_cast(from_, to):
     """
     src, dst = _dtype(from_, "can_cast", "from_"), _dtype(to, "can_cast", "to")
     try:
-        return _promote_pair(src, dst) is dst
+        # Safe casting: every value of ``from_`` survives (int32 to float32 does not,
+        # though the two promote to float32).
+        return _promote_pair(src, dst, mixed_inexact=False) is dst
     except TypeError:
         return False
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from numbers import Real
 
+from hlodsl.scalars import static_hint
 from hlodsl import ops
 from hlodsl.array import Array, Matrix, Vector
 from hlodsl.dispatcher import dispatch
@@ -341,7 +342,8 @@ def vector_norm(x: Array, axis=None, keepdims: bool = False, ord=2):
     """
     check_inexact("vector_norm", x)
     if isinstance(ord, bool) or not isinstance(ord, Real):
-        raise fail(ValueError, f"vector_norm: ord must be a real number, got {ord!r}")
+        raise fail(ValueError, f"vector_norm: ord must be a real number, got {ord!r}"
+                               f"{static_hint(ord, 'ord')}")
     axes = normalize_axes(axis, x.ndim, "vector_norm")
     a = magnitude(x)
     if ord == math.inf:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numbers
 
+from hlodsl.scalars import static_hint
 from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
@@ -64,7 +65,7 @@ def var(x: Array, axis=None, correction=0.0, keepdims: bool = False):
     if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
         raise fail(TypeError, f"var: correction must be a static real number (an int or a "
                               f"float, such as 1), got {type(correction).__name__} "
-                              f"{correction!r}")
+                              f"{correction!r}{static_hint(correction, 'correction')}")
     divisor = count - float(correction)
     return divide(sum(squares, axis=axes, keepdims=keepdims), divisor if divisor > 0 else 0.0)
 

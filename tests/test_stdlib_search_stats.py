@@ -35,7 +35,9 @@ TIES = Domain(lo=-3, hi=3, step=1.0, special=True)
 GRID = Domain(lo=-3, hi=3, step=1.0)
 SETTINGS = settings(max_examples=25, deadline=None)
 
-STAGED = {f.__name__: hd.compile(f) for f in (
+# correction is a static argument (hd.compile traces Python floats otherwise).
+STAGED = {f.__name__: hd.compile(f, static_argnames=(
+    ("correction",) if f in (var, std) else ())) for f in (
     argmax, argmin, sort, argsort, top_k, searchsorted, count_nonzero, nonzero, var, std, all,
     any, cumulative_sum, cumulative_prod)}
 

@@ -7,6 +7,7 @@ import operator
 
 import numpy as np
 
+from hlodsl.scalars import static_hint
 from hlodsl.array import Array
 from hlodsl.dtypes import Floating
 from hlodsl.errors import ShapeError
@@ -83,7 +84,8 @@ def static_real(value, what: str, name: str):
     """``value`` if it is a static real number (an int or a float, not a bool), else a TypeError."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise fail(TypeError, f"{what}: {name} must be a static real number (an int or a "
-                              f"float), got {type(value).__name__} {value!r}")
+                              f"float), got {type(value).__name__} {value!r}"
+                              f"{static_hint(value, name)}")
     return value
 
 

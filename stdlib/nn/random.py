@@ -39,9 +39,12 @@ def _compiled(fn):
 
     Called while another function is being staged, it is inlined there.
     """
+    import inspect
+
     from hlodsl.compiler import compile
 
-    return compile(fn)
+    # Numbers here (bounds, rates) are static: they shape the program, not its data.
+    return compile(fn, static_argnames=tuple(inspect.signature(fn).parameters))
 
 
 def key(seed: int):
