@@ -17,6 +17,7 @@ hlodsl.Array[float32, ()](1.)
 
 import numpy as np
 
+from hlodsl.transforms.eager import eager_module
 from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
@@ -43,7 +44,8 @@ __all__ = [
 def _generic(name: str, impl, doc: str):
     impl.__name__ = impl.__qualname__ = name
     impl.__doc__ = doc
-    fn = dispatch(impl)
+    # Eagerly, the whole function is one compiled module per signature (not op by op).
+    fn = dispatch(eager_module(impl, name))
     ELEMENTWISE.add(fn)
     return fn
 
@@ -159,8 +161,31 @@ divide = _binary("divide", ops.Divide(), "x / y, true division (ints give float6
 pow = _binary("pow", ops.Power(), "x ** y, broadcast.")
 maximum = _binary("maximum", ops.Maximum(), "Elementwise maximum.")
 minimum = _binary("minimum", ops.Minimum(), "Elementwise minimum.")
-remainder = _binary("remainder", ops.Remainder(), "C-style remainder (sign of x).",
-                    kinds=(Integer, Floating, Bool),
+def _floored_remainder(x, y):
+    """numpy's (and Python's) remainder: the sign follows the divisor. HLO's
+    ``remainder`` is C's ``fmod`` (the dividend's sign), so a nonzero result whose
+    sign differs from the divisor's gets the divisor added (numpy's ``npy_divmod``),
+    and a zero float result takes the divisor's sign."""
+    r = ops.Remainder()(x, y)
+    if issubclass(r.dtype, (UnsignedInteger, Bool)):
+        return r
+    zero = _zeros(r)
+    differs = ops.Compare("NE")(ops.Compare("LT")(r, zero), ops.Compare("LT")(y, zero))
+    fix = ops.And()(ops.Compare("NE")(r, zero), differs)
+    out = ops.Select()(fix, ops.Add()(r, y), r)
+    if not issubclass(r.dtype, Floating):
+        return out
+    bits = {2: "int16", 4: "int32", 8: "int64"}[r.dtype.np_dtype.itemsize]
+    y_negative = ops.Compare("LT")(ops.BitcastConvert(bits)(y),
+                                   _zeros(ops.BitcastConvert(bits)(y)))  # -0.0 included
+    signed_zero = ops.Select()(y_negative, ops.Negate()(zero), zero)
+    return ops.Select()(ops.Compare("EQ")(r, zero), signed_zero, out)
+
+
+remainder = _binary("remainder", _floored_remainder,
+                    "Remainder of division with the divisor's sign, as numpy and Python's "
+                    "``%``: ``remainder(-7, 2) == 1`` (``hlodsl.ops.Remainder`` is C's "
+                    "``fmod``).", kinds=(Integer, Floating, Bool),
                     allowed="real (integer or floating-point), not complex")
 logical_and = _binary("logical_and", lambda x, y: ops.And()(truth(x), truth(y)),
                       "Logical and (nonzero elements count as true).")
