@@ -237,9 +237,13 @@ class Compiled:
             self.compiles += 1
         return entry
 
+    #: Whether compiling many signatures warns (eager modules of stdlib functions do not:
+    #: their signatures are the user's many eager calls, not a mistake).
+    warn_recompiles = True
+
     def _note_recompile(self, described: dict) -> None:
         limit = config.recompile_warning
-        if not limit or self.compiles < limit or self.compiles < self._warn_at:
+        if not self.warn_recompiles or not limit or self.compiles < limit or self.compiles < self._warn_at:
             return
         self._warn_at = 2 * max(self.compiles, limit)
         why = self._difference(described)

@@ -3,7 +3,9 @@
 A learning rate or a temperature changes from call to call; were it part of the
 signature, every new value would stage and compile the program again. So a
 Python ``float`` or ``complex`` argument (anywhere in the arguments' tuples,
-lists and dicts) becomes a *weakly typed* scalar parameter, as in JAX: an f64 or
+lists and dicts; not inside attrs instances or namedtuples, whose numbers are
+configuration, such as an op's epsilon, and stay static) becomes a *weakly
+typed* scalar parameter, as in JAX: an f64 or
 c128 scalar that takes the element type of the arrays it meets (``x * lr``
 stays float32 for a float32 ``x``). A numpy scalar (``np.float32(0.1)``) becomes
 a scalar parameter of its own type. ``int`` and ``bool`` stay static: they size
@@ -59,13 +61,21 @@ _ARRAYS = BoundedCache(256, "traced Python scalars")
 
 
 def traced_scalar(value):
-    """``value`` (a Python float/complex, or a numpy scalar) as the array a compiled
+    """``value`` (a Python float/complex/int, or a numpy scalar) as the array a compiled
     function receives for it: weakly typed for a Python number."""
     from .array import array
 
-    weak = type(value) in _TRACED
+    t = type(value)
+    if t is float:  # the common case, keyed without numpy (hex: -0.0 and nan are exact)
+        key = value.hex()
+        out = _ARRAYS.get(key)
+        if out is not None:
+            return out
+    else:
+        key = None
+    weak = t in _TRACED or t is int
     host = np.asarray(value)
-    key = (weak, host.dtype.str, host.tobytes())
+    key = key or (weak, host.dtype.str, host.tobytes())
     out = _ARRAYS.get(key)
     if out is None:
         a = array(host)

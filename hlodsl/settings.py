@@ -30,6 +30,9 @@ class Config:
     eager_cache_size: int = 4096
     #: Small modules kept for control flow and transformations run eagerly.
     eager_program_cache_size: int = 256
+    #: Signatures kept compiled per stdlib function called eagerly (each call of an
+    #: elementwise function on concrete arrays runs as one module per signature).
+    eager_module_signatures: int = 16
     #: Staged sub-computations (the Python callables given to Map, Reduce, While, ...).
     subcomputation_cache_size: int = 4096
     #: A function that has compiled more signatures than this warns once, naming the

@@ -90,7 +90,7 @@ class _Static:
 
 
 def flatten(x, leaves: list | None = None):
-    """``(leaves, treedef)``; numpy arrays become hlodsl arrays (leaves)."""
+    """``(leaves, treedef)``; numpy and jax arrays become hlodsl arrays (leaves)."""
     if leaves is None:
         leaves = []
         return leaves, _flatten(x, leaves)
@@ -128,11 +128,18 @@ def _flatten(x, leaves: list, traced: bool = False):
 
         leaves.append(array(x))
         return LEAF
+    if _is_jax_array(x):  # an array too (immutable, so adopted without a copy), not a static
+        from .array import array
+
+        leaves.append(array(x))
+        return LEAF
+    # Numbers inside namedtuples and attrs instances stay static (configuration, such as
+    # an op's epsilon): only plain tuples, lists and dicts trace theirs (scalars.py).
     if isinstance(x, tuple) and hasattr(x, "_fields"):  # namedtuple
-        return (t, tuple([_flatten(v, leaves, traced) for v in x]))
+        return (t, tuple([_flatten(v, leaves) for v in x]))
     if attrs.has(t):
         names = tuple(f.name for f in attrs.fields(t))
-        return (attrs, t, names, tuple([_flatten(getattr(x, n), leaves, traced) for n in names]))
+        return (attrs, t, names, tuple([_flatten(getattr(x, n), leaves) for n in names]))
     if traced and (t is float or t is complex or isinstance(x, (np.floating,
                                                                np.complexfloating))):
         from .scalars import traced_scalar
@@ -140,6 +147,16 @@ def _flatten(x, leaves: list, traced: bool = False):
         leaves.append(traced_scalar(x))
         return LEAF
     return _Static(x)
+
+
+def _is_jax_array(x) -> bool:
+    """Whether ``x`` is a jax array (the runtime's device buffer type), without importing jax
+    for values that cannot be one."""
+    if type(x).__module__.split(".", 1)[0] not in ("jax", "jaxlib"):
+        return False
+    from .runtime import is_buffer
+
+    return is_buffer(x)
 
 
 def _children(values, leaves: list, traced: bool) -> tuple:

@@ -7,8 +7,8 @@ and hyperbolic functions are real-only (their ops are real composites).
 >>> import numpy as np, hlodsl as hd
 >>> floor_divide(hd.array(np.int32([7, -7])), 2)
 hlodsl.Array[int32, (2,)]([ 3, -4])
->>> hypot(hd.array(np.float32([3, 5])), hd.array(np.float32([4, 12])))
-hlodsl.Array[float32, (2,)]([ 5., 13.])
+>>> hypot(hd.array(np.float32([3, 6])), hd.array(np.float32([4, 8])))
+hlodsl.Array[float32, (2,)]([ 5., 10.])
 >>> clip(hd.array(np.float32([-2, 0.5, 3])), min=0, max=1)
 hlodsl.Array[float32, (3,)]([0. , 0.5, 1. ])
 """

@@ -115,3 +115,13 @@ def test_a_traced_number_that_must_be_static_says_how():
         hd.compile(lambda x, c: xp.var(x, correction=c))(x, 1.0)
     np.testing.assert_allclose(
         float(hd.compile(lambda x, c: xp.var(x, correction=c), static_argnames="c")(x, 1.0)), 1.0)
+
+
+def test_numbers_inside_attrs_instances_stay_static():
+    # An op is an attrs instance: its epsilon must stay a static operand.
+    x = hd.array(np.float32([[1, 2], [3, 5]]))
+    scale, offset = hd.array(np.float32([1, 1])), hd.array(np.float32([0, 0]))
+    f = hd.compile(lambda op, x, s, o: op(x, s, o)[0])
+    a = f(hd.ops.BatchNormTraining(0.01, 1), x, scale, offset)
+    b = f(hd.ops.BatchNormTraining(0.02, 1), x, scale, offset)
+    assert f.compiles == 2 and not np.allclose(np.asarray(a), np.asarray(b))
