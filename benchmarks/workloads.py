@@ -191,6 +191,9 @@ def knn(cfg: Settings) -> list[dict]:
         return jax.lax.top_k(-dist, k)[1]
 
     f, jf = hd.compile(ours), jax.jit(peer)
+    if not cfg.quick:  # seconds per call: 5 interleaved repeats are enough
+        cfg = Settings(False)
+        cfg.repeat, cfg.warmup = 5, 1
     hq, hpts, jq, jpts = hd.array(q), hd.array(pts), jax.device_put(q), jax.device_put(pts)
     a, b = np.asarray(f(hq, hpts)), np.asarray(jf(jq, jpts))
     assert np.mean(a == b) > 0.99  # near-ties may swap neighbours
