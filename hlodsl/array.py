@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -83,7 +84,9 @@ class Array(metaclass=ArrayMeta):
     # Method resolution may be cached by argument types: dispatch on ``Array``
     # subclasses depends only on the type parameters (see DESIGN.md pitfalls).
     __faithful__ = True
-    __array_priority__ = 100  # numpy defers ``ndarray + Array`` to us
+    # numpy defers ``ndarray + Array`` to us; hlodsl.stdlib (numpy_interop) also installs
+    # __array_ufunc__/__array_function__, through which numpy then calls hlodsl code.
+    __array_priority__ = 100
 
     _buf: object  # PJRT buffer (a jax Array, used only as a device buffer)
     _node: object  # staging graph node, when symbolic
@@ -171,16 +174,16 @@ class Array(metaclass=ArrayMeta):
 
     # -- conversion to host --------------------------------------------------
 
-    def _require_value(self, what: str):
+    def _require_value(self, what: str, hint: str | None = None):
         from .runtime import check_process
 
         check_process()  # a forked child cannot read buffers of its parent's XLA
         if self._buf is None:
             raise staging_error(
                 f"{what} needs the value of a symbolic array {self.type} while staging; "
-                "its value is only known when the compiled program runs. Use "
-                "hlodsl.stdlib.where/ops.Select for data-dependent choices"
-                " instead of Python control flow"
+                "its value is only known when the compiled program runs. " + (hint or
+                "Use hlodsl.stdlib.where/ops.Select for data-dependent choices"
+                " instead of Python control flow")
             )
         return self._buf
 
@@ -217,10 +220,81 @@ class Array(metaclass=ArrayMeta):
     def numpy(self) -> np.ndarray:
         return np.asarray(self)
 
-    def item(self):
-        return np.asarray(self).item()
+    def item(self, *args):
+        """The element (the only one, or the one ``args`` index) as a Python scalar, as numpy's.
+
+        >>> import hlodsl as hd
+        >>> hd.array([1.5, 2.5]).item(1), hd.array(3).item()
+        (2.5, 3)
+        """
+        return self._host(".item()").item(*args)
+
+    def tolist(self):
+        """The data as nested Python lists of Python scalars, as numpy's ``tolist``.
+
+        >>> import hlodsl as hd
+        >>> hd.array([[1, 2], [3, 4]]).tolist()
+        [[1, 2], [3, 4]]
+        """
+        return self._host(".tolist()").tolist()
+
+    def _host(self, what: str) -> np.ndarray:
+        """The data in numpy, or, for a symbolic array, a StagingError that names ``what``."""
+        self._require_value(what, "Return the array from the compiled function and convert "
+                                  "or format the result outside it")
+        return np.asarray(self)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self.dtype.np_dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the data (all elements), as numpy's ``nbytes``."""
+        return self.size * self.itemsize
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"``: a scalar array formats as the numpy scalar of its value.
+
+        An empty spec (``f"{x}"``) is ``str(x)``; numpy arrays of rank 1 and up
+        take no format spec, and neither do these.
+
+        >>> import numpy as np, hlodsl as hd
+        >>> f"{hd.array(np.float32(0.123456)):.4f}", f"{hd.array(7):>3}"
+        ('0.1235', '  7')
+        """
+        if not spec:
+            return str(self)
+        host = self._host(f"format spec {spec!r}")
+        if self.ndim:
+            raise TypeError(f"format spec {spec!r}: only scalar (0-dimensional) arrays take a "
+                            f"format spec, not {self.type} (numpy arrays refuse it too); format "
+                            f"its elements (x.tolist()) or reduce it first")
+        return format(host[()], spec)
+
+    def __round__(self, ndigits: int | None = None):
+        """``round(x)``: a Python int; ``round(x, n)``: the numpy scalar, as numpy's scalars do.
+
+        >>> import numpy as np, hlodsl as hd
+        >>> round(hd.array(np.float32(2.5))), round(hd.array(np.float32(2.567)), 2)
+        (2, np.float32(2.57))
+        """
+        host = self._host("round()")
+        if self.ndim:
+            raise TypeError(f"round() of an array of shape {self.shape} ({self.type}): only "
+                            "scalar (0-dimensional) arrays round to a number; for arrays use "
+                            "np.round(x, decimals) or hlodsl.stdlib.round(x)")
+        value = host[()]
+        if not hasattr(type(value), "__round__") and issubclass(self.dtype, dtypes.Floating):
+            # ml_dtypes' bfloat16 has no __round__: round it as numpy's float16 rounds
+            rounded = round(float(value), ndigits)
+            return rounded if ndigits is None else type(value)(rounded)
+        return round(value) if ndigits is None else round(value, ndigits)
 
     def __bool__(self) -> bool:
+        if self._buf is None:
+            raise staging_error(_why_not_converted(self.type, sys._getframe(1)))
         self._require_value("Python `if`/`while`/`bool()`")
         if self.size != 1:
             raise ValueError(f"bool(): the truth value of an array of shape {self.shape} "
@@ -347,10 +421,8 @@ class Array(metaclass=ArrayMeta):
         return self
 
     def __setitem__(self, key, value):
-        raise TypeError(
-            "hlodsl arrays are immutable; build a new array instead (functional "
-            "updates with .at[...] come with the indexing library)"
-        )
+        raise TypeError(f"hlodsl arrays are immutable: write x = x.at[{_key_text(key)}]"
+                        f".set({_value_text(value)}) instead (a new array with that update)")
 
     def __hash__(self):
         raise TypeError("hlodsl arrays are not hashable")
@@ -370,6 +442,28 @@ class Array(metaclass=ArrayMeta):
             return f"{type(self)!r}(\n  {body},\n  {layout})"
         body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
         return f"{type(self)!r}(\n  {body})" if "\n" in body else f"{type(self)!r}({body})"
+
+
+def _key_text(key) -> str:
+    """An index as the user wrote it, for error messages: ``0``, ``1:3``, ``..., None``."""
+    if isinstance(key, tuple):
+        return ", ".join(_key_text(k) for k in key) if key else "()"
+    if isinstance(key, slice):
+        parts = ["" if v is None else _key_text(v) for v in (key.start, key.stop, key.step)]
+        return ":".join(parts if key.step is not None else parts[:2])
+    if key is Ellipsis:
+        return "..."
+    if key is None or isinstance(key, (bool, int, np.integer)):
+        return repr(key if not isinstance(key, np.integer) else int(key))
+    if isinstance(key, list) and len(repr(key)) <= 40:
+        return repr(key)
+    return "idx"
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (bool, int, float, complex, np.generic)) and len(repr(value)) <= 40:
+        return repr(value.item() if isinstance(value, np.generic) else value)
+    return "value"
 
 
 class Shard(NamedTuple):
@@ -394,6 +488,32 @@ class Device:
 
     def __repr__(self) -> str:
         return f"Device({self.platform}:{self.id})"
+
+
+def _why_not_converted(t, frame) -> str:
+    """The message for a Python ``if``/``while``/``bool()`` on a symbolic array: why the
+    code where it happened was not converted to HLO control flow, and what to use."""
+    import linecache
+
+    code = frame.f_code
+    where = f"in {code.co_name} ({code.co_filename}:{frame.f_lineno})"
+    head = (f"Python `if`/`while`/`and`/`or`/`bool()` needs the value of a symbolic array "
+            f"{t} {where}; its value is only known when the compiled program runs. ")
+    alternatives = ("Use hd.cond(pred, true_fn, false_fn, ...) or xp.where(pred, a, b) for a "
+                    "choice, hd.while_loop / hd.fori_loop for a loop")
+    named = code.co_filename.startswith("<doctest") or not code.co_filename.startswith("<")
+    if not named or not linecache.getlines(code.co_filename):
+        why = ("hlodsl converts Python control flow only in code whose source it can read, "
+               "and this code has none (the plain Python REPL, python -c, stdin or exec). ")
+    elif code.co_name == "<lambda>":
+        why = ("This lambda was not converted (a lambda is converted when it starts on the "
+               "first line of its statement; write a def otherwise). ")
+    else:
+        why = ("This code was not converted: hd.compile converts the functions it runs and "
+               "the plain Python functions they call, but not generators, operator methods, "
+               "plum generics, installed packages or functions made by exec, and "
+               "hd.compile(..., convert=False) converts nothing. ")
+    return head + why + alternatives
 
 
 def default_device() -> Device:

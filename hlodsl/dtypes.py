@@ -32,10 +32,73 @@ __all__ = [
 
 
 class _ElementTypeMeta(type):
-    """Element types print as their name, so signatures and errors read well."""
+    """Element types print as their name, and compare equal to what names their numpy dtype.
+
+    ``x.dtype == np.float32`` is how numpy users test an element type, so a
+    concrete element type equals its numpy dtype, the numpy scalar type, a
+    string naming it, and the dtype-carrying scalar types of other libraries
+    (``jax.numpy.float32``). Python's ``int``/``float``/``bool``/``complex``
+    are deliberately *not* equal to anything here: hlodsl treats Python
+    numbers as weakly typed, so ``float`` does not name ``float64``. Between
+    element types equality stays identity, and abstract classes (``Floating``)
+    equal only themselves.
+
+    A concrete element type hashes as its ``np.dtype``, so the two are
+    interchangeable as dict keys, as Python requires of objects that compare
+    equal. (numpy itself cannot also hash equal to ``np.float32`` or
+    ``"float32"``, which compare equal to its dtype: neither can we.) Element
+    types keep distinct hashes among themselves, so dicts and sets of them,
+    and plum's caches keyed by them, work as before.
+
+    >>> float32 == np.float32, float32 == np.dtype("float32"), float32 == "float32"
+    (True, True, True)
+    >>> float32 != np.float64, float32 == float, Floating == np.floating
+    (True, False, False)
+    >>> {np.dtype("int8"): "found"}[int8], np.dtype(bfloat16)
+    ('found', dtype(bfloat16))
+    """
 
     def __repr__(cls) -> str:
         return cls.__name__
+
+    def __eq__(cls, other):
+        if isinstance(other, _ElementTypeMeta):
+            return cls is other
+        mine = cls.__dict__.get("np_dtype")  # abstract classes have none of their own
+        if mine is None:
+            return NotImplemented
+        if isinstance(other, str) and other == cls.__name__:  # "pred" is not a numpy name
+            return True
+        theirs = _numpy_dtype_of(other)
+        return NotImplemented if theirs is None else theirs == mine
+
+    def __ne__(cls, other):
+        equal = _ElementTypeMeta.__eq__(cls, other)  # cls.__eq__ is the instances' method
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(cls) -> int:
+        mine = cls.__dict__.get("np_dtype")
+        return type.__hash__(cls) if mine is None else hash(mine)
+
+
+def _numpy_dtype_of(x) -> np.dtype | None:
+    """The numpy dtype ``x`` names, for equality: None if it names none (or is a Python type)."""
+    if isinstance(x, np.dtype):
+        return x
+    if isinstance(x, str):
+        try:
+            return np.dtype(x)
+        except (TypeError, ValueError):
+            return None
+    if isinstance(x, type):
+        if issubclass(x, np.generic):
+            try:  # abstract ones (np.floating, np.generic) name no dtype
+                return np.dtype(x)
+            except TypeError:
+                return None
+        dt = getattr(x, "dtype", None)  # jax.numpy.float32 and the like carry theirs
+        return dt if isinstance(dt, np.dtype) else None
+    return None
 
 
 class ElementType(metaclass=_ElementTypeMeta):

@@ -1,4 +1,4 @@
-"""Python operators and numpy-style methods on ``Array``, installed from the stdlib.
+"""Python operators on ``Array``, installed from the stdlib (numpy-style methods: numpy_interop).
 
 The core ``Array`` class knows nothing of the stdlib (imports point down the
 layers), so the stdlib attaches its generics to the class here: ``A @ x + b``
@@ -11,15 +11,12 @@ from __future__ import annotations
 import numpy as np
 from plum import NotFoundLookupError
 
-from hlodsl import ops
 from hlodsl.array import Array
 
 from . import elementwise as ew
 from . import elementwise_more as more
-from .data_types import astype
 from .linalg import matmul, matrix_transpose
-from .manipulation import fail, reshape
-from .reductions import max, mean, min, prod, sum
+from .manipulation import fail
 
 __all__: list[str] = []
 
@@ -96,26 +93,7 @@ Array.__invert__ = lambda self: ew.bitwise_invert(self)
 Array.__hash__ = None  # __eq__ is elementwise, so arrays are unhashable (as in numpy)
 
 
-def _reshape(self, *shape):
-    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return reshape(self, shape)
-
-
-def _transpose(self, *axes):
-    axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-    return ops.Transpose(tuple(axes) or tuple(reversed(range(self.ndim))))(self)
-
-
-Array.astype = lambda self, dtype, copy=True: astype(self, dtype, copy=copy)
-Array.reshape = _reshape
-Array.transpose = _transpose
-Array.T = property(lambda self: _transpose(self))
 Array.mT = property(lambda self: matrix_transpose(self))
-Array.sum = lambda self, axis=None, keepdims=False: sum(self, axis=axis, keepdims=keepdims)
-Array.prod = lambda self, axis=None, keepdims=False: prod(self, axis=axis, keepdims=keepdims)
-Array.max = lambda self, axis=None, keepdims=False: max(self, axis=axis, keepdims=keepdims)
-Array.min = lambda self, axis=None, keepdims=False: min(self, axis=axis, keepdims=keepdims)
-Array.mean = lambda self, axis=None, keepdims=False: mean(self, axis=axis, keepdims=keepdims)
 
 
 def _array_namespace(self, /, *, api_version: str | None = None):
@@ -135,3 +113,5 @@ _array_namespace.__doc__ = """The array API namespace of this array: ``hlodsl.st
 'hlodsl.stdlib'
 """
 Array.__array_namespace__ = _array_namespace
+
+from . import numpy_interop  # noqa: F401  (numpy's protocols and the numpy-style methods)
