@@ -303,7 +303,7 @@ def gemm(cfg: Settings) -> list[dict]:
                 "numpy (OpenBLAS)", t["peer"], unit="ms")]
 
 
-ALL = [transformer, lstm, knn, eager_loop, eager_sweep, gemm]
+ALL = (transformer, lstm, knn, eager_loop, eager_sweep, gemm)
 
 
 if __name__ == "__main__":

@@ -455,8 +455,18 @@ def test_non_scalar_condition_and_opt_out():
 
     with pytest.raises(hd.StagingError, match=r"is a symbolic array pred\[2\]: only a scalar"):
         hd.compile(f)(hd.array(np.float32([1, 2])))
-    with pytest.raises(hd.StagingError, match=re.escape("Python `if`/`while`/`bool()` needs")):
+    with pytest.raises(hd.StagingError, match=r"(?s)Python `if`/`while`/`and`/`or`/`bool\(\)` "
+                                             r"needs.*in sign_of .*convert=False\) converts "
+                                             r"nothing.*hd\.cond.*xp\.where.*hd\.while_loop"):
         hd.compile(sign_of, convert=False)(hd.array(np.float32([1, 2])))
+
+
+def test_unconvertible_code_says_why_and_names_the_alternatives():
+    namespace: dict = {"xp": xp}
+    exec("def g(x):\n    if xp.sum(x) > 0:\n        return x\n    return -x\n", namespace)
+    with pytest.raises(hd.StagingError, match=r"(?s)in g \(<string>:2\).*source it can "
+                                             r"read.*python -c, stdin or exec.*hd\.cond"):
+        hd.compile(namespace["g"])(hd.array(np.float32([1, 2])))
 
 
 # -- functions reached through transformations are converted too ---------------------------
