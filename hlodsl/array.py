@@ -538,24 +538,26 @@ def array_class(t: ArrayType) -> type:
         return cls
 
 
+def marked_class(t: ArrayType, marker: str, cache: dict) -> type:
+    """A subclass of ``array_class(t)`` with the same name and ``marker`` set True
+    (cached in ``cache``): dispatch and printing see the same type, while compiled
+    functions, which key their signatures by argument class, tell it apart at no cost."""
+    cls = cache.get(t)
+    if cls is None:
+        base = array_class(t)
+        cls = type(base.__name__, (base,), {marker: True})
+        cls.__qualname__, cls.__module__ = base.__qualname__, base.__module__
+        cache[t] = cls
+        _TYPES[cls] = t
+    return cls
+
+
 _SHARDED_CLASSES: dict[ArrayType, type] = {}
 
 
 def sharded_class(t: ArrayType) -> type:
-    """The class of arrays of type ``t`` laid out over several devices (cached).
-
-    A subclass of ``array_class(t)`` with the same name, so dispatch and
-    printing see the same type, while compiled functions, which key their
-    signatures by argument class, tell sharded arguments apart at no cost.
-    """
-    cls = _SHARDED_CLASSES.get(t)
-    if cls is None:
-        base = array_class(t)
-        cls = type(base.__name__, (base,), {"_sharded": True})
-        cls.__qualname__, cls.__module__ = base.__qualname__, base.__module__
-        _SHARDED_CLASSES[t] = cls
-        _TYPES[cls] = t
-    return cls
+    """The class of arrays of type ``t`` laid out over several devices (cached)."""
+    return marked_class(t, "_sharded", _SHARDED_CLASSES)
 
 
 def is_symbolic(x) -> bool:

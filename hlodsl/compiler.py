@@ -204,12 +204,7 @@ class Compiled:
             if cell is not None:
                 cell[1] = True
                 return cell[0].run(args)
-        if self._static[0] or self._static[1]:
-            args, kwargs = lift_arguments(args, kwargs, *self._static)
-            leaves, treedef = flatten((args, kwargs))
-        else:  # the call path: Python numbers become traced leaves as it flattens
-            leaves, treedef = flatten_traced((args, kwargs))
-        key = (treedef, tuple(map(type, leaves)))
+        leaves, key = self._signature(args, kwargs)
         entry = self._entries.get(key)
         if entry is None:
             args, kwargs = lift_arguments(args, kwargs, *self._static)
@@ -218,6 +213,15 @@ class Compiled:
             if a._buf is None:
                 raise TypeError(f"{self.name}: a symbolic array was passed outside staging")
         return entry.run(leaves)
+
+    def _signature(self, args, kwargs) -> tuple[list, tuple]:
+        """``(leaves, cache key)`` of a call: the structure and the leaves' classes."""
+        if self._static[0] or self._static[1]:
+            args, kwargs = lift_arguments(args, kwargs, *self._static)
+            leaves, treedef = flatten((args, kwargs))
+        else:  # the call path: Python numbers become traced leaves as it flattens
+            leaves, treedef = flatten_traced((args, kwargs))
+        return leaves, (treedef, tuple(map(type, leaves)))
 
     def _compile_entry(self, key, args, kwargs, leaves) -> Entry:
         with self._lock:
@@ -324,12 +328,7 @@ class Compiled:
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
-        if self._static[0] or self._static[1]:
-            args, kwargs = lift_arguments(args, kwargs, *self._static)
-            leaves, treedef = flatten((args, kwargs))
-        else:  # the call path: Python numbers become traced leaves as it flattens
-            leaves, treedef = flatten_traced((args, kwargs))
-        key = (treedef, tuple(map(type, leaves)))
+        leaves, key = self._signature(args, kwargs)
         entry = self._entries.get(key)
         if entry is None:
             args, kwargs = lift_arguments(args, kwargs, *self._static)

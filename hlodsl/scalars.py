@@ -38,16 +38,9 @@ _WEAK_CLASSES: dict = {}
 def weak_class(t) -> type:
     """The class of weakly typed scalars of type ``t`` (a subclass of its array class,
     same name: dispatch sees the same type, promotion sees a Python number)."""
-    from .array import _TYPES, array_class
+    from .array import marked_class
 
-    cls = _WEAK_CLASSES.get(t)
-    if cls is None:
-        base = array_class(t)
-        cls = type(base.__name__, (base,), {"_weak": True})
-        cls.__qualname__, cls.__module__ = base.__qualname__, base.__module__
-        _WEAK_CLASSES[t] = cls
-        _TYPES[cls] = t
-    return cls
+    return marked_class(t, "_weak", _WEAK_CLASSES)
 
 
 def is_weak(x) -> bool:
