@@ -218,9 +218,9 @@ def test_cpu_compiles_leave_convolutions_to_xla_and_dots_to_ynnpack():
     w = hd.array(np.ones((3, 3, 8, 8), np.float32))
     conv = hd.code_hlo(lambda x, w: nn.max_pool(nn.conv(x, w, padding=1, data_format="NHWC"),
                                                 2, data_format="NHWC"), x, w, optimize=True)
-    assert " convolution(" in conv and "ynn" not in conv
+    assert " convolution(" in conv and "ynn_fusion" not in conv  # (a temp dir in source paths may hold "ynn")
     m = hd.array(np.ones((64, 64), np.float32))
-    assert "ynn" in hd.code_hlo(lambda a, b: a @ b, m, m, optimize=True)
+    assert "ynn_fusion" in hd.code_hlo(lambda a, b: a @ b, m, m, optimize=True)
 
 
 def test_an_option_named_in_xla_flags_is_left_to_xla_flags(monkeypatch):
