@@ -30,6 +30,10 @@ class Config:
     eager_cache_size: int = 4096
     #: Small modules kept for control flow and transformations run eagerly.
     eager_program_cache_size: int = 256
+    #: Control flow run eagerly reuses its staged program while the functions it
+    #: stages read the same code, globals and closure values (transforms.fingerprint);
+    #: False stages at every call.
+    eager_trace_cache: bool = True
     #: Signatures kept compiled per stdlib function called eagerly (each call of an
     #: elementwise function on concrete arrays runs as one module per signature).
     eager_module_signatures: int = 16

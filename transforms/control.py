@@ -28,6 +28,8 @@ hlodsl.Array[float32, (3,)]([ 5., 10., 15.])
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import numpy as np
@@ -58,8 +60,9 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any):
     Args:
         pred: a ``pred[]`` (bool scalar) array, or a Python bool (then the
             choice is static: the chosen branch is simply called).
-        true_fn, false_fn: functions of the operands; both must return the
-            same structure of arrays with the same element types and shapes.
+        true_fn: a function of the operands; it and ``false_fn`` must return
+            the same structure of arrays with the same element types and shapes.
+        false_fn: a function of the operands, as ``true_fn``.
         operands: any structures of arrays, passed to the chosen branch.
 
     >>> import numpy as np, hlodsl as hd
@@ -173,7 +176,8 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable, init: Any):
     has the bounds' element type.
 
     Args:
-        lower, upper: ints or integer scalar arrays.
+        lower: an int or integer scalar array.
+        upper: an int or integer scalar array.
         body_fn: ``(i, carry) -> carry``, keeping ``init``'s structure and types.
         init: any structure of arrays.
 
@@ -188,13 +192,14 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable, init: Any):
     _check_arity("fori_loop", "body_fn", fn=body_fn, n=2, call="body_fn(i, carry)")
     check = _carry_checker("fori_loop", "body_fn", "init", init)
     if _is_static_int(lower) and _is_static_int(upper):
-        start = np.asarray(lower, _index_dtype(lower, upper))
+        start = _counter_start(int(lower), _index_dtype(lower, upper))
 
         def step(carry, _):
             i, x = carry
             return (_add_one(i), check(body_fn(i, x))), None
 
         rename(step, body_fn)
+        step.__fingerprint__ = (body_fn,)  # what it stages: body_fn (eager trace cache)
 
         (_, out), _ = _scan_impl(step, (start, init), None, max(int(upper) - int(lower), 0),
                                  False)
@@ -209,6 +214,8 @@ def fori_loop(lower: Any, upper: Any, body_fn: Callable, init: Any):
         return _ops().Compare("LT")(s[0], s[1])
 
     below_upper.__qualname__ = "below_upper"
+    below_upper.__fingerprint__ = ()
+    body.__fingerprint__ = (body_fn,)
 
     return while_loop(below_upper, rename(body, body_fn), (lo, hi, init))[2]
 
@@ -536,6 +543,14 @@ def _dynamic_bounds(lower, upper) -> tuple[Array, Array]:
                                 f"got {lower.type} and {upper.type}")
     lo, hi = (b if isinstance(b, Array) else _constant(b, dtype) for b in (lower, upper))
     return lo, hi
+
+
+@functools.lru_cache(maxsize=256)
+def _counter_start(value: int, dtype) -> Array:
+    """The loop counter's first value as an array, made once (not a transfer per call)."""
+    from hlodsl.array import array
+
+    return array(np.asarray(value, dtype))
 
 
 def _carry_checker(who, what, root, init) -> Callable:

@@ -15,7 +15,7 @@ from hlodsl.context import STATE
 from hlodsl.errors import staging_error
 from hlodsl.graph import current_builder
 from hlodsl.settings import config
-from hlodsl.tree import flatten
+from hlodsl.tree import flatten, unflatten
 
 from .structures import types_of
 
@@ -23,6 +23,9 @@ __all__ = ["eager", "run_eagerly"]
 
 _EXECUTABLES = BoundedCache(lambda: config.eager_program_cache_size,
                             "eager control-flow modules")
+# Staged programs by what staging them depends on (run_eagerly), with the objects
+# their keys name by identity.
+_TRACES = BoundedCache(lambda: config.eager_program_cache_size, "eager control-flow traces")
 
 
 def eager() -> bool:
@@ -35,10 +38,14 @@ def eager() -> bool:
 
 
 def run_eagerly(impl: Callable, name: str, *args):
-    """``impl(*args)`` staged on the arrays in ``args``, compiled (cached by HLO text), run."""
+    """``impl(*args)`` staged on the arrays in ``args``, compiled (cached by HLO text), run.
+
+    The staged program is also cached by what staging it depends on (the
+    functions in ``args`` by ``fingerprint``, the other arguments' structure and
+    array types), so a warm call skips staging; a function without a
+    fingerprint (it reads a list, a dict, an object) is staged at every call.
+    """
     from hlodsl.compiler import Entry, run_entry
-    from hlodsl.printer import module_text
-    from hlodsl.runtime import compile_hlo
     from hlodsl.staging import stage_types
 
     leaves, treedef = flatten((args, {}))
@@ -46,10 +53,55 @@ def run_eagerly(impl: Callable, name: str, *args):
         if getattr(a, "_buf", None) is None:
             raise staging_error(f"{name}: a symbolic array {a.type} escaped the function "
                                 "being staged and was passed outside of staging")
+    key, held = _trace_key(impl, name, unflatten(treedef, leaves)[0], leaves) \
+        if config.eager_trace_cache else (None, ())
+    if key is not None:
+        hit = _TRACES.get(key)
+        if hit is not None:
+            return run_entry(hit[0], leaves)
     try:
         staged = stage_types(_with_arrays(impl), treedef, types_of(leaves), f"eager_{name}")
     except _NoArrays as e:  # e.g. branches returning None: nothing to run
         return e.value
+    entry = Entry(staged, _executable(staged, name))
+    if key is not None:
+        _TRACES.put(key, (entry, held))
+    return run_entry(entry, leaves)
+
+
+def _trace_key(impl: Callable, name: str, args: tuple, leaves: list):
+    """``(key, held)`` for the program ``impl(*args)`` stages, or ``(None, ())``.
+
+    ``args`` holds ``leaves`` (already arrays), so flattening it again copies nothing.
+    """
+    from .fingerprint import fingerprint
+
+    fns = [a for a in args if _function_like(a)]
+    if not fns:
+        return None, ()
+    held: list = []
+    fp = fingerprint(tuple(fns), held)
+    if fp is None:
+        return None, ()
+    structure = flatten(tuple(None if _function_like(a) else a for a in args))[1]
+    try:
+        hash(structure)
+    except TypeError:  # an unhashable static value among the arguments
+        return None, ()
+    return (impl, name, fp, structure, tuple(type(a) for a in leaves)), held
+
+
+def _function_like(a) -> bool:
+    """A function argument (or a tuple of branches): keyed by fingerprint, not identity."""
+    if type(a) is tuple:
+        return bool(a) and all(callable(f) and not hasattr(f, "_buf") for f in a)
+    return callable(a) and not hasattr(a, "_buf")
+
+
+def _executable(staged, name: str):
+    from hlodsl.printer import module_text
+    from hlodsl.runtime import compile_hlo
+
     # Keyed without source metadata, so one function called from several lines
     # compiles once; the executable keeps the first caller's lines.
     key = module_text(staged.computation, f"eager_{name}", metadata=False)
@@ -58,7 +110,7 @@ def run_eagerly(impl: Callable, name: str, *args):
         exe = compile_hlo(module_text(staged.computation, f"eager_{name}"),
                           out_types=[(t.shape, t.dtype.np_dtype) for t in staged.out_types])
         exe = _EXECUTABLES.put(key, exe)
-    return run_entry(Entry(staged, exe), leaves)
+    return exe
 
 
 class _NoArrays(Exception):

@@ -1,0 +1,205 @@
+"""Eager control flow reuses its staged program only while it would stage the same one.
+
+``hd.fori_loop`` & co. called eagerly cache the staged program by the
+fingerprint of the functions they stage (transforms/fingerprint.py). Each test
+changes one thing the body depends on between two eager calls and checks the
+second call sees it: a cached program that ignored the change would give the
+first call's answer.
+"""
+
+import types
+
+import numpy as np
+import pytest
+
+import hlodsl as hd
+import hlodsl.stdlib as xp
+from hlodsl.settings import config
+
+x0 = hd.array(np.float32([1.0, 2.0]))
+SCALE = 2.0
+
+
+def _loop(body, n=3, init=x0):
+    return np.asarray(hd.fori_loop(0, n, body, init))
+
+
+def _stagings(monkeypatch):
+    """Counts stagings of eager control flow (the work the cache skips)."""
+    import hlodsl.staging as staging
+
+    count = [0]
+    original = staging.stage_types
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    # run_eagerly imports stage_types at each call, so the patched one is the one it runs
+    monkeypatch.setattr(staging, "stage_types", counting)
+    return count
+
+
+def test_a_warm_eager_loop_is_not_staged_again(monkeypatch):
+    count = _stagings(monkeypatch)
+
+    def body(i, x):
+        return x * 0.5 + 1.0
+
+    first = _loop(body)
+    second = _loop(body)
+    np.testing.assert_array_equal(first, second)
+    assert count[0] == 1
+
+
+def test_a_changed_global_restages():
+    global SCALE
+
+    def body(i, x):
+        return x * SCALE
+
+    SCALE = 2.0
+    np.testing.assert_array_equal(_loop(body), np.float32([8, 16]))
+    SCALE = 3.0
+    try:
+        np.testing.assert_array_equal(_loop(body), np.float32([27, 54]))
+    finally:
+        SCALE = 2.0
+
+
+def test_a_changed_closure_cell_restages():
+    def make():
+        k = 1.0
+
+        def body(i, x):
+            return x + k
+
+        def set_k(v):
+            nonlocal k
+            k = v
+
+        return body, set_k
+
+    body, set_k = make()
+    np.testing.assert_array_equal(_loop(body), np.float32([4, 5]))
+    set_k(10.0)
+    np.testing.assert_array_equal(_loop(body), np.float32([31, 32]))
+
+
+def test_a_mutable_value_read_by_the_body_is_read_at_every_call(monkeypatch):
+    table = [1.0]
+
+    def body(i, x):
+        return x + table[0]
+
+    count = _stagings(monkeypatch)
+    np.testing.assert_array_equal(_loop(body), np.float32([4, 5]))
+    table[0] = 5.0
+    np.testing.assert_array_equal(_loop(body), np.float32([16, 17]))
+    assert count[0] == 2  # no fingerprint for a list: staged at each call
+
+
+def test_a_captured_array_is_keyed_by_identity():
+    def run(c):
+        return _loop(lambda i, x: x + c)
+
+    np.testing.assert_array_equal(run(hd.array(np.float32(1))), np.float32([4, 5]))
+    np.testing.assert_array_equal(run(hd.array(np.float32(2))), np.float32([7, 8]))
+    for v in range(5):  # new arrays, possibly at a freed array's address: never stale
+        np.testing.assert_array_equal(run(hd.array(np.float32(v))),
+                                      np.float32([1 + 3 * v, 2 + 3 * v]))
+
+
+def test_a_replaced_attribute_of_a_user_module_restages(monkeypatch):
+    mod = types.ModuleType("user_helpers")
+    mod.__file__ = "/home/user/user_helpers.py"
+    mod.factor = 2.0
+    monkeypatch.setitem(globals(), "user_helpers", mod)
+
+    def body(i, x):
+        return x * user_helpers.factor  # noqa: F821  (the module above, as a global)
+
+    np.testing.assert_array_equal(_loop(body), np.float32([8, 16]))
+    mod.factor = 1.0
+    np.testing.assert_array_equal(_loop(body), np.float32([1, 2]))
+
+
+def test_a_called_user_function_is_fingerprinted_too():
+    global SCALE
+
+    def helper(x):
+        return x * SCALE
+
+    def body(i, x):
+        return helper(x)
+
+    SCALE = 2.0
+    np.testing.assert_array_equal(_loop(body), np.float32([8, 16]))
+    SCALE = 1.0
+    try:
+        np.testing.assert_array_equal(_loop(body), np.float32([1, 2]))
+    finally:
+        SCALE = 2.0
+
+
+def test_bounds_types_and_static_arguments_are_in_the_key():
+    def body(i, x):
+        return x + 1.0
+
+    np.testing.assert_array_equal(_loop(body, n=2), np.float32([3, 4]))
+    np.testing.assert_array_equal(_loop(body, n=5), np.float32([6, 7]))
+    y = _loop(body, n=2, init=hd.array(np.float64([1.0, 2.0])))
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, [3, 4])
+    np.testing.assert_array_equal(np.asarray(hd.scan(lambda c, x: (c + x, c), x0,
+                                                     hd.array(np.float32([[1, 1], [2, 2]])),
+                                                     reverse=True)[1]),
+                                  np.float32([[3, 4], [1, 2]]))
+
+
+def test_while_and_cond_use_the_cache_and_see_changes():
+    global SCALE
+    SCALE = 2.0
+
+    def grow(x):
+        return x * SCALE
+
+    def small(x):
+        return xp.sum(x) < 100.0
+
+    try:
+        np.testing.assert_array_equal(np.asarray(hd.while_loop(small, grow, x0)),
+                                      np.float32([64, 128]))
+        SCALE = 4.0
+        np.testing.assert_array_equal(np.asarray(hd.while_loop(small, grow, x0)),
+                                      np.float32([64, 128]))
+        SCALE = 3.0
+        np.testing.assert_array_equal(np.asarray(hd.while_loop(small, grow, x0)),
+                                      np.float32([81, 162]))
+        SCALE = 5.0
+        out = hd.cond(hd.array(True), lambda v: grow(v), lambda v: v, x0)
+        np.testing.assert_array_equal(np.asarray(out), np.float32([5, 10]))
+    finally:
+        SCALE = 2.0
+
+
+def test_the_cache_can_be_switched_off(monkeypatch):
+    monkeypatch.setattr(config, "eager_trace_cache", False)
+    count = _stagings(monkeypatch)
+
+    def body(i, x):
+        return x + 1.0
+
+    _loop(body)
+    _loop(body)
+    assert count[0] == 2
+
+
+@pytest.mark.parametrize("n", [1, 7])
+def test_eager_and_compiled_loops_agree(n):
+    def body(i, x):
+        return x * 0.9 + xp.sin(x) * 0.1 + i
+
+    eager_out = _loop(body, n=n)
+    compiled = np.asarray(hd.compile(lambda x: hd.fori_loop(0, n, body, x))(x0))
+    np.testing.assert_allclose(eager_out, compiled, rtol=1e-6)
