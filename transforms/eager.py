@@ -14,6 +14,7 @@ from hlodsl.cache import BoundedCache
 from hlodsl.context import STATE
 from hlodsl.errors import staging_error
 from hlodsl.graph import current_builder
+from hlodsl.scalars import traced_scalar
 from hlodsl.settings import config
 from hlodsl.tree import flatten, unflatten
 
@@ -172,8 +173,6 @@ def _lift_ints(args):
     """``args`` with Python numbers as traced weak scalars (so the compiled function's
     positional-arrays fast path takes the call), or None if an int does not fit the
     integer type of an array operand (the impl raises OverflowError for it)."""
-    from hlodsl.scalars import traced_scalar
-
     out = []
     ints = None
     for a in args:
