@@ -17,12 +17,12 @@ function <lambda>(x: Array[float32, (3,)])
 from __future__ import annotations
 
 import html
-import re
 
 from .array import array_class
 from .compiler import Compiled, _check_passes, _convert, any_sharded, build_entry
 from .compiler import compile as compile_fn
 from .graph import Computation
+from .hlo_text import parse_module, source_label
 from .printer import module_text
 from .runtime import _METADATA, compile_hlo
 from .settings import memory_size
@@ -34,20 +34,79 @@ __all__ = ["code_typed", "code_hlo", "CodeText"]
 
 
 class CodeText(str):
-    """Program text that prints plainly and renders highlighted in Jupyter."""
+    """Program text that prints plainly and renders as rich HTML in Jupyter.
+
+    Besides the text it knows the module it shows (with metadata, for the
+    Python source lines), and for an optimised module the module as emitted
+    and XLA's memory statistics: ``summary()`` is the cost of each source
+    line, ``passes()`` the opcode counts before and after XLA's passes,
+    ``graph()`` a picture of the module (``hlodsl.hlo_graph``).
+    """
+
+    _analysis: str | None = None   # the HLO module with metadata
+    _before: str | None = None     # the module as emitted (of an optimised one)
+    _memory: dict | None = None    # XLA's compiled memory statistics
+    _typed: tuple | None = None    # code_typed: (rows, name, [(parameter, type)])
+    _program: tuple | None = None  # code_typed: (computation, name), printed when asked
+
+    @classmethod
+    def _make(cls, text: str, analysis: str | None = None, before: str | None = None,
+              memory: dict | None = None, typed: tuple | None = None) -> CodeText:
+        out = cls(text)
+        out._analysis, out._before, out._memory, out._typed = analysis, before, memory, typed
+        return out
 
     def __repr__(self) -> str:
         return str(self)
 
+    def _module_text(self) -> str:
+        if self._analysis is None and self._program is not None:
+            self._analysis = module_text(*self._program, metadata=True)
+        return self._analysis or str(self)
+
+    @property
+    def memory_stats(self) -> dict | None:
+        """XLA's compiled memory statistics (bytes) of an optimised module, else None."""
+        return None if self._memory is None else dict(self._memory)
+
+    def summary(self, limit: int | None = 40):
+        """Instructions, FLOPs and bytes per Python source line, the costliest first
+        (a table: prints as text, renders as HTML)."""
+        from .introspect_html import line_table
+
+        return line_table(parse_module(self._module_text()), limit)
+
+    def passes(self):
+        """Instructions by opcode before and after XLA's passes (``optimize=True`` only)."""
+        from .introspect_html import passes_table
+
+        if self._before is None:
+            raise ValueError("passes(): only the text of code_hlo(..., optimize=True) knows "
+                             "the module before XLA's passes")
+        return passes_table(parse_module(self._before), parse_module(str(self)))
+
+    def graph(self, computation: str | None = None, max_nodes: int = 200,
+              expand_fusions: bool | None = None):
+        """The module (or one named ``computation``) as a graph: SVG through Graphviz's
+        ``dot`` where it is installed, else its DOT source (``hlodsl.hlo_graph``)."""
+        from .hlo_graph import module_graph
+
+        return module_graph(parse_module(self._module_text()), computation, max_nodes,
+                            expand_fusions)
+
+    def html(self, max_lines: int | None = None) -> str:
+        """The rich HTML; at most ``max_lines`` instruction lines (a cap for big modules)."""
+        from .introspect_html import MAX_LINES, hlo_html, typed_html
+
+        limit = MAX_LINES if max_lines is None else max_lines
+        if self._typed is not None:
+            return typed_html(*self._typed, self._module_text(), limit)
+        if "HloModule" not in self[:200]:
+            return f"<pre>{html.escape(str(self))}</pre>"
+        return hlo_html(str(self), self._analysis, self._before, self._memory, limit)
+
     def _repr_html_(self) -> str:
-        text = html.escape(str(self))
-        text = re.sub(r"(ROOT|ENTRY|HloModule|return|function)",
-                      r'<b style="color:#7a3e9d">\1</b>', text)
-        text = re.sub(r"\b((?:pred|[suf]\d+|bf16|c64|c128)\[[\d,]*\](?:\{[\d,]*\})?)",
-                      r'<span style="color:#2a7a2a">\1</span>', text)
-        text = re.sub(r"(::\s*Array\[[^\]]*\]\))", r'<span style="color:#2a7a2a">\1</span>', text)
-        return ('<pre style="font-size:12px;line-height:1.3;background:#f7f7f7;'
-                f'padding:8px">{text}</pre>')
+        return self.html()
 
 
 def _staged(f, args, kwargs, caller: str):
@@ -67,9 +126,9 @@ def _type_str(t) -> str:
     return array_class(t).__qualname__ if isinstance(t, ArrayType) else str(t)
 
 
-def _typed(comp: Computation) -> list[str]:
+def _typed(comp: Computation) -> tuple[list[str], list[tuple]]:
     names = {id(p): n for p, n in zip(comp.params, comp.param_names)}
-    lines = []
+    lines, rows = [], []
     k = 0
     for node in comp.nodes:
         if id(node) in names:
@@ -78,20 +137,49 @@ def _typed(comp: Computation) -> list[str]:
         names[id(node)] = f"%{k}"
         operands = ", ".join(names[id(o)] for o in node.operands)
         shown = _type_str(node.type)
-        where = f"  # {node.loc.file.rsplit('/', 1)[-1]}:{node.loc.line}" if node.loc else ""
+        loc = node.loc
+        where = f"  # {_where(loc)}" if loc else ""
+        rows.append((names[id(node)], repr(node.op), operands, shown, loc))
         lines.append(f"  {names[id(node)]} = {node.op!r}({operands}) :: {shown}{where}")
     lines.append(f"  return {names[id(comp.root)]}")
-    return lines
+    return lines, rows
+
+
+def _where(loc) -> str:
+    # Derivative instructions carry the name stack transpose(jvp(f)) (transforms.traces).
+    return source_label(loc.file, loc.line, loc.function.count("transpose(jvp("))
 
 
 def code_typed(f, *args, **kwargs) -> CodeText:
-    """The staged program of ``f`` for these arguments, one op call per line."""
+    """The staged program of ``f`` for these arguments, one op call per line.
+
+    Parameters are named as the arguments were written, with their path in
+    structured arguments (``params['layers'][0]['weight']``); each line ends
+    with the Python line that made the call (``In [12], line 3`` in Jupyter,
+    ``grad of model.py:41`` for the derivative of that line's op calls).
+    """
     staged, name = _staged(f, args, kwargs, "code_typed")
     comp = staged.computation
     params = ", ".join(f"{n}: {_type_str(p.type)}"
                        for p, n in zip(comp.params, comp.param_names))
-    lines = [f"function {name}({params})", *_typed(comp)]
-    return CodeText("\n".join(lines))
+    body, rows = _typed(comp)
+    listed = [(n, _type_str(p.type)) for p, n in zip(comp.params, comp.param_names)]
+    out = CodeText._make("\n".join([f"function {name}({params})", *body]),
+                         typed=(rows, name, listed))
+    out._program = (comp, name)  # the module is printed only if a table or the HTML needs it
+    return out
+
+
+def _hlo(text: str, analysis: str | None = None, exe=None) -> CodeText:
+    """The text of a module; of an optimised one (``exe``), with the emitted module and
+    XLA's memory statistics."""
+    if exe is None:
+        return CodeText._make(text, analysis=analysis)
+    try:
+        memory = exe.memory_stats()
+    except (RuntimeError, AttributeError, NotImplementedError):  # a backend without them
+        memory = None
+    return CodeText._make(text, before=exe.text, memory=memory)
 
 
 def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=None,
@@ -115,24 +203,26 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=No
         f = compile_fn(f)  # sharded arguments: the program partitioned over their mesh
     if isinstance(f, Compiled) and passes is None and memory_limit is None:
         if optimize:
-            return CodeText(f.entry(*args, **kwargs).exe.optimized_hlo())
+            exe = f.entry(*args, **kwargs).exe
+            return _hlo(exe.optimized_hlo(), exe=exe)
         if f.sharded or any_sharded(flatten((args, kwargs))[0]):
             entry = f.entry(*args, **kwargs)  # the annotated program XLA partitions
-            return CodeText(entry.text if metadata else _METADATA.sub("", entry.text))
+            return _hlo(entry.text if metadata else _METADATA.sub("", entry.text), entry.text)
         if f.passes is not None or f.memory_limit is not None:
             entry = f.entry(*args, **kwargs)  # the rewritten program its calls run
-            return CodeText(module_text(entry.staged.computation, f.name, metadata=metadata))
+            return _hlo(module_text(entry.staged.computation, f.name, metadata=metadata),
+                        module_text(entry.staged.computation, f.name))
     staged, name = _staged(f, args, kwargs, "code_hlo")
     if passes is not None or memory_limit is not None:
         limit = None if memory_limit is None else memory_size(memory_limit, "code_hlo: memory_limit")
         entry = build_entry(staged, name, _check_passes(passes, name), limit)
         if optimize:
-            return CodeText(entry.exe.optimized_hlo())
+            return _hlo(entry.exe.optimized_hlo(), exe=entry.exe)
         staged = entry.staged
-    if not optimize:
-        return CodeText(module_text(staged.computation, name, metadata=metadata))
     text = module_text(staged.computation, name)
+    if not optimize:
+        return _hlo(module_text(staged.computation, name, metadata=metadata), text)
     if "xla.sdy." in text or any_sharded(flatten((args, kwargs))[0]):
         return code_hlo(compile_fn(f), *args, optimize=True, **kwargs)  # partitioned
     exe = compile_hlo(text)
-    return CodeText(exe.optimized_hlo())
+    return _hlo(exe.optimized_hlo(), exe=exe)

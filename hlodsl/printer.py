@@ -13,7 +13,7 @@ import re
 
 from .graph import Computation
 
-__all__ = ["module_text", "PrintContext"]
+__all__ = ["module_text", "PrintContext", "param_ident"]
 
 
 # Words XLA's HLO lexer reads as keywords: a computation or parameter with
@@ -27,6 +27,12 @@ def _ident(name: str) -> str:
     if name in _KEYWORDS:
         return f"{name}_"
     return name if name and (name[0].isalpha() or name[0] == "_") else f"_{name}"
+
+
+def param_ident(path: str) -> str:
+    """The HLO identifier for a parameter named by its Python path:
+    ``params['features'][0]['weight']`` -> ``params.features.0.weight``."""
+    return _ident(re.sub(r"""\[['"]?(.*?)['"]?\]""", r".\1", path))
 
 
 class PrintContext:
@@ -81,8 +87,9 @@ class PrintContext:
         param_names = {id(p): n for p, n in zip(comp.params, comp.param_names)}
         lines = []
         for node in comp.nodes:
-            if id(node) in param_names:
-                name = _ident(param_names[id(node)])
+            path = param_names.get(id(node))
+            if path is not None:
+                name = param_ident(path)
                 if name in names.values():
                     name = f"{name}.{node.id}"
             else:
@@ -91,7 +98,8 @@ class PrintContext:
             operands = [names[id(o)] for o in node.operands]
             text = node.op.emit(operands, tuple(o.type for o in node.operands), node.type, self)
             root = "ROOT " if node is comp.root else ""
-            meta = _metadata(node, f"{_ident(comp.name)}/{name}") if self.metadata else ""
+            meta = "" if not self.metadata else _metadata(node, f"{_ident(comp.name)}/{name}") \
+                if path is None else _param_metadata(path, name)
             shard = _manual_sharding(node.type) if self.manual_sharding else \
                 extra.get(id(node), "")
             lines.append(f"  {root}{name} = {node.type.hlo} {text}{shard}{meta}\n")
@@ -110,10 +118,24 @@ class PrintContext:
             f"ENTRY {self._fresh(_ident(name))} {{\n{body}}}\n"
 
 
+def _param_metadata(path: str, name: str) -> str:
+    # The readable path, where the identifier had to change it (XLA keeps it in op_name).
+    return "" if path == name else f', metadata={{op_name="{_quoted(path)}"}}'
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "/").replace('"', "'")
+
+
 def _metadata(node, op_name: str) -> str:
     loc = node.loc
     if loc is None:
         return ""
+    if loc.function.startswith("transpose("):
+        # A derivative instruction (hlodsl.transforms.traces): the name stack
+        # ``transpose(jvp(f))`` says so, at the forward line that caused it.
+        comp, _, inst = op_name.rpartition("/")
+        op_name = f"{comp}/{_quoted(loc.function)}/{inst}"
     file = loc.file.replace("\\", "/").replace('"', "'")
     # XLA keeps source_file/source_line through its passes only with an op_name;
     # "computation/instruction" also lets verifier errors name the instruction.

@@ -16,7 +16,7 @@ from .cache import BoundedCache
 from .settings import config
 from .errors import staging_error
 from .graph import Builder, Computation
-from .tree import LEAF, flatten, unflatten
+from .tree import flatten, leaf_paths, unflatten
 
 __all__ = ["stage", "stage_types", "Staged", "stage_computation", "stats"]
 
@@ -40,7 +40,9 @@ def _arg_names(fn, treedef, n: int) -> list[str]:
     """Parameter names for the printed module, from the Python argument names.
 
     An array argument keeps its name; the leaves of a structured argument are
-    numbered after it (``params.0``, ``params.1``); keyword leaves take the key.
+    named by their path in it, as the user would write them
+    (``params['features'][0]['weight']``, ``state.step``); keyword leaves start
+    at the key. The printer turns these into valid HLO identifiers.
     """
     try:
         params = list(inspect.signature(fn).parameters)
@@ -49,21 +51,10 @@ def _arg_names(fn, treedef, n: int) -> list[str]:
     args_td, kwargs_td = treedef[1]
     names: list[str] = []
     for i, td in enumerate(args_td[1]):
-        base = params[i] if i < len(params) else f"arg{i}"
-        count = _count_leaves(td)
-        names += [base] if td == LEAF else [f"{base}.{k}" for k in range(count)]
+        names += leaf_paths(td, params[i] if i < len(params) else f"arg{i}")
     for key, td in zip(kwargs_td[1], kwargs_td[2]):
-        count = _count_leaves(td)
-        names += [str(key)] if td == LEAF else [f"{key}.{k}" for k in range(count)]
+        names += leaf_paths(td, str(key))
     return names if len(names) == n else [f"p{i}" for i in range(n)]
-
-
-def _count_leaves(td) -> int:
-    if td == LEAF:
-        return 1
-    if isinstance(td, tuple):
-        return sum(_count_leaves(c) for c in td if isinstance(c, tuple) or c == LEAF)
-    return 0
 
 
 def stage(fn, args: tuple, kwargs: dict, name: str | None = None) -> Staged:

@@ -23,7 +23,7 @@ from .array import _TYPES as _ARRAY_CLASSES
 from .array import Array, Token
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
-           "static_key"]
+           "static_key", "leaf_paths"]
 
 LEAF = "*"
 
@@ -202,6 +202,43 @@ def _unflatten(td, it):
         return obj
     # namedtuple
     return kind(*(_unflatten(c, it) for c in td[1]))
+
+
+def leaf_paths(treedef, base: str) -> list[str]:
+    """The path of every leaf of ``treedef`` as Python would write it, after ``base``.
+
+    Dict keys as subscripts, sequence items by index, attrs fields and
+    namedtuple fields as attributes: the names users wrote for their arrays.
+
+    >>> import hlodsl as hd
+    >>> a = hd.array([1.0])
+    >>> leaf_paths(flatten({"layers": [{"w": a}, (a, 2)]})[1], "params")
+    ["params['layers'][0]['w']", "params['layers'][1][0]"]
+    """
+    out: list[str] = []
+    _paths(treedef, base, out)
+    return out
+
+
+def _paths(td, path: str, out: list[str]) -> None:
+    if isinstance(td, _Static):
+        return
+    if td == LEAF:
+        out.append(path)
+        return
+    kind = td[0]
+    if kind is tuple or kind is list:
+        for i, c in enumerate(td[1]):
+            _paths(c, f"{path}[{i}]", out)
+    elif kind is dict:
+        for k, c in zip(td[1], td[2]):
+            _paths(c, f"{path}[{k!r}]", out)
+    elif kind is attrs:
+        for n, c in zip(td[2], td[3]):
+            _paths(c, f"{path}.{n}", out)
+    else:  # namedtuple
+        for n, c in zip(kind._fields, td[1]):
+            _paths(c, f"{path}.{n}", out)
 
 
 def tree_leaves(tree) -> list:

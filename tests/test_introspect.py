@@ -71,7 +71,7 @@ def test_code_hlo_optimized_of_a_compiled_function_reuses_its_executable():
 def test_both_render_in_jupyter_and_print_plainly():
     for obj in (hd.code_typed(demo.dense, *_dense_args()), hd.code_hlo(demo.dense, *_dense_args())):
         html = obj._repr_html_()
-        assert html.startswith("<pre") and "dot" in html.lower()
+        assert html.startswith("<div class=\"hlodsl\">") and "<details" in html and "dot" in html.lower()
         assert repr(obj) == str(obj)
 
 

@@ -26,3 +26,23 @@ def test_notebook_runs_without_errors(path: Path, tmp_path: Path):
     client = NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute()  # raises CellExecutionError, quoting the cell, on the first error
+    if path.name == "03_introspection.ipynb":
+        _check_introspection_outputs(nb)
+
+
+def _check_introspection_outputs(nb) -> None:
+    """The introspection notebook shows what it says: Jupyter cell names, derivative
+    attribution, the rich HTML, and graphs (drawn where Graphviz is installed)."""
+    texts, html = [], []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            texts.append(out.get("text", ""))
+            data = out.get("data", {})
+            texts.append(data.get("text/plain", ""))
+            html.append(data.get("text/html", ""))
+    text, page = "\n".join(texts), "\n".join(html)
+    assert "], line 3" in text and "grad of In [" in text and "params[0]['weight']" in text
+    assert "<details" in page and "Cost by Python source line" in page
+    assert "before and after" in page and "digraph" in text + page
+    if shutil.which("dot"):
+        assert "<svg" in page

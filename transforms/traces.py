@@ -118,11 +118,29 @@ class Tape(_Trace):
                 filled = iter(c if c is not None else
                               (zeros_like_array(leaf) if isinstance(leaf, Array) else None)
                               for c, leaf in zip(cts_out, leaves))
-                in_cts = rule(rebuild(out, filled), out)
-                for a, c in zip(args, in_cts):
-                    if c is not None and id(a) in self.tracked:
-                        _accumulate(acc, a, c)
+                saved = STATE.location
+                STATE.location = _derivative_location(leaves, saved)
+                try:
+                    in_cts = rule(rebuild(out, filled), out)
+                    for a, c in zip(args, in_cts):
+                        if c is not None and id(a) in self.tracked:
+                            _accumulate(acc, a, c)
+                finally:
+                    STATE.location = saved
         return acc
+
+
+def _derivative_location(leaves: list, default):
+    """Where the backward instructions of a staged op call come from: the forward
+    call's line, its function wrapped in the name stack ``transpose(jvp(f))``
+    (as JAX names them), so introspection shows them as "grad of file:line"
+    rather than all at the line that asked for the gradient."""
+    for leaf in leaves:
+        node = getattr(leaf, "_node", None)
+        if node is not None and node.loc is not None:
+            loc = node.loc
+            return loc._replace(function=f"transpose(jvp({loc.function}))")
+    return default
 
 
 def _op_vjp(op, args, ct, out):
