@@ -3,7 +3,9 @@
 XLA:CPU rejects the sinh, cosh, asin, acos, asinh, acosh and atanh opcodes
 (``UNIMPLEMENTED``), so these ops are *composites*: calling one stages an
 expression of ops every backend has, chosen for accuracy (log1p/expm1 near
-zero, a separate branch where squaring would overflow). They are real-only.
+zero, a separate branch where squaring would overflow). A complex operand
+expands to the function of the same name in ``complex_functions`` (principal
+branches as numpy, C99's special values); each op has its own derivative rule.
 
 >>> import numpy as np, hlodsl as hd
 >>> Asin()(hd.array(np.float64([0.5])))
@@ -15,7 +17,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from hlodsl.dtypes import Floating
+from hlodsl.dtypes import ComplexFloating, Floating
 from hlodsl.op import Composite
 from hlodsl.structural import Constant
 
@@ -64,17 +66,37 @@ def _large(x, a):
     return Compare("GT")(a, _c(1 / np.sqrt(ml_dtypes.finfo(x.dtype.np_dtype).eps), x))
 
 
-class Sinh(_Composite, opcode="sinh"):
-    numpy = staticmethod(np.sinh)
+class _Elementary(_Composite):
+    """A real or complex elementary function; complex operands expand in ``complex_functions``."""
+
+    kinds = (Floating, ComplexFloating)
+    # Its rule (below) instead of the expansion's: the special-value selects of the
+    # expansion would turn unused infinite branches into NaN derivatives.
+    differentiate_expansion = False
 
     def expand(self, x):
+        if issubclass(x.dtype, ComplexFloating):
+            from . import complex_functions  # built on the real ops of this module
+
+            return getattr(complex_functions, self.opcode)(x)
+        return self.expand_real(x)
+
+
+class Sinh(_Elementary, opcode="sinh"):
+    """Hyperbolic sine, real or complex."""
+
+    numpy = staticmethod(np.sinh)
+
+    def expand_real(self, x):
         return b.Divide()(b.Subtract()(u.Expm1()(x), u.Expm1()(u.Negate()(x))), _c(2, x))
 
 
-class Cosh(_Composite, opcode="cosh"):
+class Cosh(_Elementary, opcode="cosh"):
+    """Hyperbolic cosine, real or complex."""
+
     numpy = staticmethod(np.cosh)
 
-    def expand(self, x):
+    def expand_real(self, x):
         return b.Divide()(b.Add()(u.Exp()(x), u.Exp()(u.Negate()(x))), _c(2, x))
 
 
@@ -82,24 +104,30 @@ def _one_minus_sq(x):
     return b.Multiply()(b.Subtract()(_c(1, x), x), b.Add()(_c(1, x), x))
 
 
-class Asin(_Composite, opcode="asin"):
+class Asin(_Elementary, opcode="asin"):
+    """Inverse sine, real or complex (cuts along the real axis beyond +-1)."""
+
     numpy = staticmethod(np.arcsin)
 
-    def expand(self, x):
+    def expand_real(self, x):
         return b.Atan2()(x, u.Sqrt()(_one_minus_sq(x)))
 
 
-class Acos(_Composite, opcode="acos"):
+class Acos(_Elementary, opcode="acos"):
+    """Inverse cosine, real or complex (cuts along the real axis beyond +-1)."""
+
     numpy = staticmethod(np.arccos)
 
-    def expand(self, x):
+    def expand_real(self, x):
         return b.Atan2()(u.Sqrt()(_one_minus_sq(x)), x)
 
 
-class Atanh(_Composite, opcode="atanh"):
+class Atanh(_Elementary, opcode="atanh"):
+    """Inverse hyperbolic tangent, real or complex (cuts along the reals beyond +-1)."""
+
     numpy = staticmethod(np.arctanh)
 
-    def expand(self, x):
+    def expand_real(self, x):
         # sign(x) * 0.5 * log1p(2a / (1 - a)), a = |x|: one log1p, of a
         # non-negative argument (XLA's log1p loses ~100 ulp on negative ones).
         a = u.Abs()(x)
@@ -107,10 +135,12 @@ class Atanh(_Composite, opcode="atanh"):
         return b.Multiply()(u.Sign()(x), b.Multiply()(_c(0.5, x), u.Log1p()(ratio)))
 
 
-class Asinh(_Composite, opcode="asinh"):
+class Asinh(_Elementary, opcode="asinh"):
+    """Inverse hyperbolic sine, real or complex (cuts along the imaginary axis beyond +-i)."""
+
     numpy = staticmethod(np.arcsinh)
 
-    def expand(self, x):
+    def expand_real(self, x):
         a = u.Abs()(x)
         big = b.Add()(u.Log()(a), _c(np.log(2), x))
         small = u.Log1p()(b.Add()(a, b.Divide()(
@@ -118,20 +148,48 @@ class Asinh(_Composite, opcode="asinh"):
         return b.Multiply()(u.Sign()(x), Select()(_large(x, a), big, small))
 
 
-class Acosh(_Composite, opcode="acosh"):
+class Acosh(_Elementary, opcode="acosh"):
+    """Inverse hyperbolic cosine, real or complex (cut along the reals below 1)."""
+
     numpy = staticmethod(np.arccosh)
 
-    def expand(self, x):
+    def expand_real(self, x):
         big = b.Add()(u.Log()(x), _c(np.log(2), x))
         return Select()(_large(x, x), big, _log1p_sqrt(x, b.Subtract()(x, _c(1, x))))
 
 
 # -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
-# The composites are differentiated through their expansions; erf is one instruction.
+# ct * f'(x), real or complex (jax's convention: the transpose, no conjugate). Where
+# sqrt(1 - x^2) would round, (1 - x)(1 + x); for acosh two square roots, which keep
+# the principal branch in the left half-plane, where sqrt(x^2 - 1) has the other sign.
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.rules import register_rule, vjp_rule  # noqa: E402
 
-from ._ad import full_like, mul  # noqa: E402
+from ._ad import add, div, full_like, mul, sub  # noqa: E402
+
+
+def _one_minus_x_sq(x):
+    return mul(sub(full_like(x, 1), x), add(full_like(x, 1), x))
+
+
+_DERIVATIVES = {
+    Sinh: lambda x: Cosh()(x),
+    Cosh: lambda x: Sinh()(x),
+    Asin: lambda x: div(full_like(x, 1), u.Sqrt()(_one_minus_x_sq(x))),
+    Acos: lambda x: div(full_like(x, -1), u.Sqrt()(_one_minus_x_sq(x))),
+    Atanh: lambda x: div(full_like(x, 1), _one_minus_x_sq(x)),
+    Asinh: lambda x: div(full_like(x, 1), u.Sqrt()(add(full_like(x, 1), mul(x, x)))),
+    Acosh: lambda x: div(full_like(x, 1), mul(u.Sqrt()(sub(x, full_like(x, 1))),
+                                              u.Sqrt()(add(x, full_like(x, 1))))),
+}
+
+
+def _elementary_vjp(op, ct, out, x):
+    return (mul(ct, _DERIVATIVES[type(op)](x)),)
+
+
+for _cls in _DERIVATIVES:
+    register_rule(vjp_rule, _cls, _elementary_vjp)
 
 
 @vjp_rule.dispatch

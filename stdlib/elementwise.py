@@ -19,6 +19,7 @@ import numpy as np
 
 from hlodsl.transforms.eager import eager_module
 from hlodsl import ops
+from hlodsl.ops import complex_functions
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
@@ -125,6 +126,20 @@ def modulus(z):
     return ops.Select()(either_inf, inf, out)
 
 
+def _real_or_complex(op, name: str):
+    """``op`` on real arrays; ``complex_functions.<name>`` on complex ones, which gives
+    C99's values at infinite and NaN parts where XLA's complex instruction does not."""
+    complex_fn = getattr(complex_functions, name)
+    return lambda x: complex_fn(x) if issubclass(x.dtype, ComplexFloating) else op(x)
+
+
+def _sigmoid(x):
+    if issubclass(x.dtype, ComplexFloating):  # XLA's logistic takes no complex operand
+        one = _zeros(x, 1)
+        return ops.Divide()(one, ops.Add()(one, complex_functions.exp(ops.Negate()(x))))
+    return ops.Logistic()(x)
+
+
 def _rounding(op):
     return lambda x: x if issubclass(x.dtype, (Integer, Bool)) else op(x)
 
@@ -133,12 +148,29 @@ def _sign(x):
     if issubclass(x.dtype, UnsignedInteger):
         return ops.Convert(x.dtype)(ops.Compare("NE")(x, _zeros(x)))
     if issubclass(x.dtype, ComplexFloating):
-        m = modulus(x)
-        unit = ops.Complex()(ops.Divide()(ops.Real()(x), m), ops.Divide()(ops.Imag()(x), m))
-        zero = _zeros(x)
-        return ops.Select()(ops.Compare("EQ")(x, zero), zero, unit)
+        return _complex_sign(x)
     zero = _zeros(x)
     return ops.Select()(ops.Compare("EQ")(x, zero), zero, ops.Sign()(x))  # sign(-0.0) is +0
+
+
+def _complex_sign(x):
+    """x / |x|, 0 at 0, NaN + NaN j if a part is NaN (the standard); one infinite part
+    counts as +-1 and the finite one beside it as 0 (numpy's limit, where x / |x| is NaN)."""
+    re, im = ops.Real()(x), ops.Imag()(x)
+    inf = _zeros(re, float("inf"))
+    re_inf, im_inf = ops.Compare("EQ")(ops.Abs()(re), inf), ops.Compare("EQ")(ops.Abs()(im), inf)
+    infinite = ops.Xor()(re_inf, im_inf)  # both infinite: NaN, as numpy
+
+    def limit(part, part_inf):
+        one = ops.Select()(ops.Compare("LT")(part, _zeros(part)), _zeros(part, -1), _zeros(part, 1))
+        return ops.Select()(part_inf, one, _zeros(part))
+
+    re = ops.Select()(infinite, limit(re, re_inf), re)
+    im = ops.Select()(infinite, limit(im, im_inf), im)
+    m = modulus(ops.Complex()(re, im))
+    unit = ops.Complex()(ops.Divide()(re, m), ops.Divide()(im, m))
+    zero = _zeros(x)
+    return ops.Select()(ops.Compare("EQ")(x, zero), zero, unit)
 
 
 def _isfinite(x):
@@ -205,19 +237,21 @@ greater_equal = _compare("greater_equal", "GE")
 negative = _unary("negative", ops.Negate(), "-x.")
 positive = _unary("positive", _same, "+x (the array itself).")
 abs = _unary("abs", _abs, "|x| (complex: the modulus, real; unsigned: x itself).")
-exp = _unary("exp", ops.Exp(), "e ** x.", inexact=True)
-expm1 = _unary("expm1", ops.Expm1(), "e ** x - 1, accurate near 0.", inexact=True)
-log = _unary("log", ops.Log(), "Natural logarithm.", inexact=True)
-log1p = _unary("log1p", ops.Log1p(), "log(1 + x), accurate near 0.", inexact=True)
-sqrt = _unary("sqrt", ops.Sqrt(), "Square root.", inexact=True)
-tanh = _unary("tanh", ops.Tanh(), "Hyperbolic tangent.", inexact=True)
-sin = _unary("sin", ops.Sine(), "Sine.", inexact=True)
-cos = _unary("cos", ops.Cosine(), "Cosine.", inexact=True)
-tan = _unary("tan", ops.Tan(), "Tangent.", inexact=True)
+exp = _unary("exp", _real_or_complex(ops.Exp(), "exp"), "e ** x.", inexact=True)
+expm1 = _unary("expm1", _real_or_complex(ops.Expm1(), "expm1"), "e ** x - 1, accurate near 0.",
+               inexact=True)
+log = _unary("log", _real_or_complex(ops.Log(), "log"), "Natural logarithm.", inexact=True)
+log1p = _unary("log1p", _real_or_complex(ops.Log1p(), "log1p"), "log(1 + x), accurate near 0.",
+               inexact=True)
+sqrt = _unary("sqrt", _real_or_complex(ops.Sqrt(), "sqrt"), "Square root.", inexact=True)
+tanh = _unary("tanh", _real_or_complex(ops.Tanh(), "tanh"), "Hyperbolic tangent.", inexact=True)
+sin = _unary("sin", _real_or_complex(ops.Sine(), "sin"), "Sine.", inexact=True)
+cos = _unary("cos", _real_or_complex(ops.Cosine(), "cos"), "Cosine.", inexact=True)
+tan = _unary("tan", _real_or_complex(ops.Tan(), "tan"), "Tangent.", inexact=True)
 floor = _unary("floor", _rounding(ops.Floor()), "Round toward -inf (integers: x itself).")
 ceil = _unary("ceil", _rounding(ops.Ceil()), "Round toward +inf (integers: x itself).")
 sign = _unary("sign", _sign, "-1, 0 or 1 (complex: x / |x|, or 0).")
-sigmoid = _unary("sigmoid", ops.Logistic(), "1 / (1 + e ** -x).", inexact=True)
+sigmoid = _unary("sigmoid", _sigmoid, "1 / (1 + e ** -x) (complex x too).", inexact=True)
 logical_not = _unary("logical_not", lambda x: ops.Not()(truth(x)),
                      "Logical not (nonzero elements count as true).")
 bitwise_invert = _unary("bitwise_invert", ops.Not(), "Bitwise not.", **_BITS)

@@ -2,7 +2,8 @@
 
 Broadcasting and promotion as in ``elementwise.py``: integer (and bool)
 operands of float-only functions become float64, as numpy does. The inverse
-and hyperbolic functions are real-only (their ops are real composites).
+and hyperbolic functions take complex arrays too (principal branches as
+numpy's, C99's special values; ``hlodsl.ops.complex_functions``).
 
 >>> import numpy as np, hlodsl as hd
 >>> floor_divide(hd.array(np.int32([7, -7])), 2)
@@ -17,6 +18,7 @@ import numpy as np
 
 from hlodsl import ops
 from hlodsl.array import Array
+from hlodsl.ops import complex_functions
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
     Bool, ComplexFloating, Floating, Inexact, Integer, SignedInteger, UnsignedInteger,
@@ -76,16 +78,28 @@ def _binary(name: str, body, doc: str, inexact: bool = False, kinds=None, allowe
 # ----------------------------------------------------------------------------- bodies
 
 def _atan(x):
+    if issubclass(x.dtype, ComplexFloating):
+        return complex_functions.atan(x)
     return ops.Atan2()(x, _full(1, x))
 
 
 def _acosh(x):
+    if issubclass(x.dtype, ComplexFloating):  # defined everywhere off its cut
+        return ops.Acosh()(x)
     # NOTE: ops.Acosh's formula gives finite values for large negative x.
     return _select(_LT(x, _full(1, x)), _full(np.nan, x), ops.Acosh()(x))
 
 
 def _log_base(base):
-    return lambda x: _div(ops.Log()(x), _full(np.log(base), x))
+    def body(x):
+        if issubclass(x.dtype, ComplexFloating):  # each part by a real: no complex division
+            out = complex_functions.log(x)
+            re, im = ops.Real()(out), ops.Imag()(out)
+            scale = _full(np.log(base), re)
+            return ops.Complex()(_div(re, scale), _div(im, scale))
+        return _div(ops.Log()(x), _full(np.log(base), x))
+
+    return body
 
 
 def _logaddexp(x1, x2):
@@ -240,15 +254,15 @@ def _shift(name: str, left: bool):
 
 # ----------------------------------------------------------------------------- generics
 
-acos = _unary("acos", ops.Acos(), "Inverse cosine (real input).", inexact=True)
-acosh = _unary("acosh", _acosh, "Inverse hyperbolic cosine (real input; NaN below 1).",
+acos = _unary("acos", ops.Acos(), "Inverse cosine.", inexact=True)
+acosh = _unary("acosh", _acosh, "Inverse hyperbolic cosine (real input: NaN below 1).",
                inexact=True)
-asin = _unary("asin", ops.Asin(), "Inverse sine (real input).", inexact=True)
-asinh = _unary("asinh", ops.Asinh(), "Inverse hyperbolic sine (real input).", inexact=True)
-atan = _unary("atan", _atan, "Inverse tangent (real input): atan2(x, 1).", inexact=True)
-atanh = _unary("atanh", ops.Atanh(), "Inverse hyperbolic tangent (real input).", inexact=True)
-cosh = _unary("cosh", ops.Cosh(), "Hyperbolic cosine (real input).", inexact=True)
-sinh = _unary("sinh", ops.Sinh(), "Hyperbolic sine (real input).", inexact=True)
+asin = _unary("asin", ops.Asin(), "Inverse sine.", inexact=True)
+asinh = _unary("asinh", ops.Asinh(), "Inverse hyperbolic sine.", inexact=True)
+atan = _unary("atan", _atan, "Inverse tangent (real input: atan2(x, 1)).", inexact=True)
+atanh = _unary("atanh", ops.Atanh(), "Inverse hyperbolic tangent.", inexact=True)
+cosh = _unary("cosh", ops.Cosh(), "Hyperbolic cosine.", inexact=True)
+sinh = _unary("sinh", ops.Sinh(), "Hyperbolic sine.", inexact=True)
 log2 = _unary("log2", _log_base(2), "Base-2 logarithm.", inexact=True)
 log10 = _unary("log10", _log_base(10), "Base-10 logarithm.", inexact=True)
 square = _unary("square", lambda x: _mul(x, x), "x * x.")
@@ -262,8 +276,9 @@ conj = _unary("conj", _conj, "Complex conjugate (real input is returned as it is
 real = _unary("real", _real, "Real part (real input is returned as it is).")
 imag = _unary("imag", _imag, "Imaginary part (zeros of x's type for real input).")
 
-atan2 = _binary("atan2", ops.Atan2(), "Angle of the point (x2, x1), quadrant-aware.",
-                inexact=True)
+atan2 = _binary("atan2", ops.Atan2(), "Angle of the point (x2, x1), quadrant-aware (real only).",
+                inexact=True, kinds=(Integer, Floating, Bool),
+                allowed="real (integer or floating-point), not complex")
 logaddexp = _binary("logaddexp", _logaddexp, "log(exp(x1) + exp(x2)) without overflow.",
                     inexact=True)
 hypot = _binary("hypot", _hypot, "sqrt(x1**2 + x2**2) without overflow.", inexact=True)
