@@ -189,13 +189,13 @@ def _floor_divide(x1, x2):
 
 
 def _trunc(x):
-    if issubclass(x.dtype, Integer):
+    if issubclass(x.dtype, (Integer, Bool)):  # as floor and ceil: already whole
         return x
     return _select(_LT(x, _full(0, x)), ops.Ceil()(x), ops.Floor()(x))
 
 
 def _round(x):
-    if issubclass(x.dtype, Integer):
+    if issubclass(x.dtype, (Integer, Bool)):
         return x
     if issubclass(x.dtype, ComplexFloating):
         return ops.Complex()(ops.RoundNearestEven()(ops.Real()(x)),

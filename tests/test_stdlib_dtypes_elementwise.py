@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import hlodsl as hd
+import hlodsl.stdlib as xp
 from hlodsl.stdlib import data_types as dt
 from hlodsl.stdlib import elementwise_more as em
 from hlodsl.stdlib.broadcasting import ELEMENTWISE
@@ -414,3 +415,12 @@ def test_remainder_takes_the_divisors_sign_as_numpy(shapes, dtype, seed):
     assert np.array_equal(np.signbit(got), np.signbit(want)) or not np.issubdtype(dtype,
                                                                                   np.floating)
     np.testing.assert_array_equal(np.asarray(hd.array(a) % hd.array(b)), want)  # the operator
+
+
+def test_rounding_functions_return_bool_arrays_as_they_are():
+    # floor and ceil did; trunc and round raised naming Ceil / RoundNearestEven.
+    b = np.array([True, False])
+    for fn in (xp.floor, xp.ceil, xp.trunc, xp.round):
+        out = fn(hd.array(b))
+        assert out.dtype == np.bool_
+        np.testing.assert_array_equal(np.asarray(out), b)
