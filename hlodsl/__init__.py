@@ -12,6 +12,10 @@ from .dtypes import (  # noqa: F401
     UnsignedInteger, bfloat16, bool_, complex64, complex128, element_type, float16, float32,
     float64, int8, int16, int32, int64, pred, uint8, uint16, uint32, uint64,
 )
+from .dtypes import (  # noqa: F401  (narrow storage types: a subset of ops runs on them)
+    float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+    float8_e5m2fnuz, float8_e8m0fnu, int2, int4, uint2, uint4,
+)
 from .settings import config  # noqa: F401
 from .errors import (  # noqa: F401
     HloDslError, MemoryLimitError, RecompileWarning, ShapeError, StagingError, XlaCompileError,

@@ -23,11 +23,47 @@ import ml_dtypes
 import numpy as np
 
 __all__ = [
-    "ElementType", "Bool", "Number", "Integer", "SignedInteger", "UnsignedInteger",
-    "Inexact", "Floating", "ComplexFloating",
-    "pred", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-    "element_type", "from_hlo", "all_element_types",
+    "Bool",
+    "ComplexFloating",
+    "ElementType",
+    "Floating",
+    "Inexact",
+    "Integer",
+    "Number",
+    "SignedInteger",
+    "UnsignedInteger",
+    "all_element_types",
+    "bfloat16",
+    "bool_",
+    "complex64",
+    "complex128",
+    "element_type",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float16",
+    "float32",
+    "float64",
+    "from_hlo",
+    "int2",
+    "int4",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "narrow_element_types",
+    "pred",
+    "uint2",
+    "uint4",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
 ]
 
 
@@ -152,9 +188,11 @@ class ComplexFloating(Inexact):
 
 _BY_NUMPY: dict[np.dtype, type[ElementType]] = {}
 _BY_HLO: dict[str, type[ElementType]] = {}
+_NARROW: dict[str, type[ElementType]] = {}
 
 
-def _leaf(name: str, base: type[ElementType], np_dtype, hlo: str) -> type[ElementType]:
+def _leaf(name: str, base: type[ElementType], np_dtype, hlo: str,
+          narrow: bool = False) -> type[ElementType]:
     cls = _ElementTypeMeta(name, (base,), {
         "np_dtype": np.dtype(np_dtype),
         # numpy (and jax) read an object's ``.dtype`` to learn its dtype, so
@@ -165,7 +203,7 @@ def _leaf(name: str, base: type[ElementType], np_dtype, hlo: str) -> type[Elemen
         "__module__": __name__,
     })
     _BY_NUMPY[np.dtype(np_dtype)] = cls
-    _BY_HLO[hlo] = cls
+    (_NARROW if narrow else _BY_HLO)[hlo] = cls
     return cls
 
 
@@ -186,10 +224,50 @@ float64 = _leaf("float64", Floating, np.float64, "f64")
 complex64 = _leaf("complex64", ComplexFloating, np.complex64, "c64")
 complex128 = _leaf("complex128", ComplexFloating, np.complex128, "c128")
 
+# Narrow storage types (ml_dtypes on the host). XLA:CPU converts, adds, multiplies,
+# compares and dots them (by widening; measured with one-op modules, see
+# tests/test_dtypes_narrow.py) but has no dot of s2/u2 (UNIMPLEMENTED: ops.Dot says
+# so). float8_e8m0fnu is a scale format (powers of two: no zero, no sign, no inf), so
+# it has no kind: arithmetic refuses it (a sum would start from a NaN "zero"), while
+# convert, bitcast and data movement take it.
+int2 = _leaf("int2", SignedInteger, ml_dtypes.int2, "s2", narrow=True)
+int4 = _leaf("int4", SignedInteger, ml_dtypes.int4, "s4", narrow=True)
+uint2 = _leaf("uint2", UnsignedInteger, ml_dtypes.uint2, "u2", narrow=True)
+uint4 = _leaf("uint4", UnsignedInteger, ml_dtypes.uint4, "u4", narrow=True)
+float8_e4m3fn = _leaf("float8_e4m3fn", Floating, ml_dtypes.float8_e4m3fn, "f8e4m3fn", True)
+float8_e5m2 = _leaf("float8_e5m2", Floating, ml_dtypes.float8_e5m2, "f8e5m2", True)
+float8_e4m3fnuz = _leaf("float8_e4m3fnuz", Floating, ml_dtypes.float8_e4m3fnuz,
+                        "f8e4m3fnuz", True)
+float8_e5m2fnuz = _leaf("float8_e5m2fnuz", Floating, ml_dtypes.float8_e5m2fnuz,
+                        "f8e5m2fnuz", True)
+float8_e4m3b11fnuz = _leaf("float8_e4m3b11fnuz", Floating, ml_dtypes.float8_e4m3b11fnuz,
+                           "f8e4m3b11fnuz", True)
+float8_e3m4 = _leaf("float8_e3m4", Floating, ml_dtypes.float8_e3m4, "f8e3m4", True)
+float8_e4m3 = _leaf("float8_e4m3", Floating, ml_dtypes.float8_e4m3, "f8e4m3", True)
+float8_e8m0fnu = _leaf("float8_e8m0fnu", ElementType, ml_dtypes.float8_e8m0fnu, "f8e8m0fnu",
+                       True)
 
-def all_element_types() -> tuple[type[ElementType], ...]:
-    """Every concrete element type, in a fixed order."""
-    return tuple(_BY_HLO.values())
+
+def all_element_types(narrow: bool = False) -> tuple[type[ElementType], ...]:
+    """Every concrete element type, in a fixed order.
+
+    The narrow storage types (``int2``/``int4``/``uint2``/``uint4`` and the
+    float8 family) come only with ``narrow=True``: XLA runs a subset of ops
+    on them, so they are not in the set every op is tested on.
+
+    >>> len(all_element_types()), len(all_element_types(narrow=True))
+    (15, 27)
+    """
+    return tuple(_BY_HLO.values()) + (narrow_element_types() if narrow else ())
+
+
+def narrow_element_types() -> tuple[type[ElementType], ...]:
+    """The 2- and 4-bit integers and the float8 types, in a fixed order.
+
+    >>> int4.hlo, float8_e4m3fn.hlo, issubclass(float8_e5m2, Floating)
+    ('s4', 'f8e4m3fn', True)
+    """
+    return tuple(_NARROW.values())
 
 
 def element_type(x, *, caller: str | None = None) -> type[ElementType]:
@@ -218,7 +296,7 @@ def element_type(x, *, caller: str | None = None) -> type[ElementType]:
 
 
 def _unknown(message: str, caller: str | None) -> TypeError:
-    names = ", ".join(t.__name__ for t in all_element_types())
+    names = ", ".join(t.__name__ for t in all_element_types(narrow=True))
     prefix = f"{caller}: " if caller else ""
     return TypeError(f"{prefix}{message}; supported: {names} (hlodsl.float32, ..., or their "
                      "numpy dtypes)")
@@ -227,6 +305,6 @@ def _unknown(message: str, caller: str | None) -> TypeError:
 def from_hlo(name: str) -> type[ElementType]:
     """The element type for an HLO type name such as ``"f32"``."""
     try:
-        return _BY_HLO[name]
+        return _BY_HLO[name] if name in _BY_HLO else _NARROW[name]
     except KeyError:
         raise TypeError(f"{name!r} is not an HLO element type") from None

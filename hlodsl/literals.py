@@ -5,12 +5,15 @@
 '{ {1, 2}, {3, 4} }'
 >>> literal_text(np.array([np.inf, 0.5], np.float32))
 '{inf, 0.5}'
+>>> literal_text(np.array([-2, 1], ml_dtypes.int2))
+'{-2, 1}'
 """
 
 from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["literal_text"]
@@ -36,12 +39,21 @@ def _scalar(v, kind: str) -> str:
     return _real(float(v))
 
 
+def _is_ml_integer(dtype: np.dtype) -> bool:
+    """Whether an ml_dtypes type is an integer one (int2, int4, uint2, uint4)."""
+    try:
+        ml_dtypes.iinfo(dtype)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def literal_text(value: np.ndarray) -> str:
     """The HLO text of ``value``'s elements, nested in braces by dimension."""
     value = np.asarray(value)
     kind = value.dtype.kind
-    if kind == "V":  # ml_dtypes (bfloat16, ...) report kind 'V'
-        kind = "f"
+    if kind == "V":  # ml_dtypes (bfloat16, int4, float8_*, ...) report kind 'V'
+        kind = "i" if _is_ml_integer(value.dtype) else "f"
     if value.ndim == 0:
         return _scalar(value[()], kind)
     flat = [_scalar(v, kind) for v in value.reshape(-1)]

@@ -68,7 +68,7 @@ def traced_scalar(value):
         key = None
     weak = t in _TRACED or t is int
     host = np.asarray(value)
-    key = key or (weak, host.dtype.str, host.tobytes())
+    key = key or (weak, host.dtype, host.tobytes())  # not .str: "<V1" names many ml_dtypes
     out = _ARRAYS.get(key)
     if out is None:
         a = array(host)

@@ -65,7 +65,8 @@ class Constant(HloOp, opcode="constant"):
                             f"{self.value.dtype}) is not valid: {e}") from None
 
     def _key(self):
-        return (self.value.dtype.str, self.value.shape, self.value.tobytes())
+        # The dtype itself: ml_dtypes types share a .str ("<V1" for int4 and every float8).
+        return (self.value.dtype, self.value.shape, self.value.tobytes())
 
     def __eq__(self, other):
         return type(other) is Constant and self._key() == other._key()

@@ -55,8 +55,6 @@ UNCOVERED = {
     "recv": "host/device channels: out of scope",
     "recv-done": "host/device channels: out of scope",
     "rng-get-and-update-state": "internal state of the rng expander pass",
-    "mulhi": "internal to XLA: the HLO-to-StableHLO conversion used here rejects it "
-             "('mhlo.unknown')",
     "ragged-all-to-all": "ragged (dynamic-size) collective: hlodsl shapes are static",
     "ragged-dot": "ragged (dynamic-size) matmul: hlodsl shapes are static",
     "scaled-dot": "block-scaled low-precision dot, GPU-only microscaling formats",

@@ -13,7 +13,7 @@ import string
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ElementType, Number, element_type
+from hlodsl.dtypes import ElementType, Floating, Number, element_type
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
@@ -27,13 +27,51 @@ def _optional_dtype(x):
     return None if x is None else element_type(x)
 
 
+#: HLO's ``algorithm=`` values (xla.PrecisionConfig.Algorithm, lowercased) that XLA:CPU
+#: compiles and runs. It runs them all at the operands' own precision (measured: an f32
+#: dot with dot_bf16_bf16_f32 keeps f32 products); GPUs honour them.
+ALGORITHMS = (
+    "dot_any_f8_any_f8_f32", "dot_any_f8_any_f8_f32_fast_accum", "dot_f16_f16_f16",
+    "dot_f16_f16_f32", "dot_bf16_bf16_bf16", "dot_bf16_bf16_f32", "dot_bf16_bf16_f32_x3",
+    "dot_bf16_bf16_f32_x6", "dot_tf32_tf32_f32", "dot_tf32_tf32_f32_x3", "dot_f32_f32_f32",
+    "dot_f64_f64_f64",
+)
+#: Algorithms XLA knows that the backend here cannot run, with the reason.
+REFUSED_ALGORITHMS = {"dot_bf16_bf16_f32_x9": "XLA:CPU crashes (segfault) compiling it"}
+
+
+def _algorithm(x):
+    if x is None:
+        return None
+    name = str(x).lower()
+    if name in REFUSED_ALGORITHMS:
+        raise ValueError(f"algorithm {name!r} is not supported here: {REFUSED_ALGORITHMS[name]}")
+    if name not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {name!r}; one of {', '.join(ALGORITHMS)}")
+    return name
+
+
+# Element types XLA:CPU refuses in a dot ("UNIMPLEMENTED: unsupported operand type S2"),
+# and those it takes only without a preferred_element_type (s4/u4 to anything wider fails
+# its HLO verifier: "custom element sizes on non-sub-byte types").
+_NO_DOT = ("int2", "uint2")
+_NO_WIDENING_DOT = ("int4", "uint4")
+
+
 @frozen
 class Dot(HloOp, opcode="dot"):
     """Contract lhs and rhs over the contracting dims, batched over the batch dims.
 
     Result shape: batch dims, then lhs's free dims, then rhs's free dims (each
     in operand order). ``preferred_element_type`` sets the result's element type
-    (e.g. f32 accumulation of bf16 inputs).
+    (e.g. f32 accumulation of bf16 inputs). ``algorithm`` names HLO's dot
+    algorithm (``"dot_bf16_bf16_f32"``, ... see ``ALGORITHMS``) for floating
+    operands; XLA:CPU accepts it but computes at the operands' precision.
+
+    >>> import hlodsl as hd
+    >>> A = hd.array(np.float32([[1, 2]])); B = hd.array(np.float32([[3], [4]]))
+    >>> Dot((1,), (0,), algorithm="dot_bf16_bf16_f32")(A, B)
+    hlodsl.Array[float32, (1, 1)]([[11.]])
     """
 
     lhs_contracting: tuple[int, ...] = attrs.field(converter=dims, default=())
@@ -42,6 +80,7 @@ class Dot(HloOp, opcode="dot"):
     rhs_batch: tuple[int, ...] = attrs.field(converter=dims, default=())
     preferred_element_type: type[ElementType] | None = attrs.field(
         converter=_optional_dtype, default=None)
+    algorithm: str | None = attrs.field(converter=_algorithm, default=None)
 
     def __attrs_post_init__(self):
         if len(self.lhs_contracting) != len(self.rhs_contracting):
@@ -58,6 +97,15 @@ class Dot(HloOp, opcode="dot"):
         ops = (lhs, rhs)
         require(lhs.dtype is rhs.dtype, self, ops, "operands must have the same element type")
         require(issubclass(lhs.dtype, Number), self, ops, "operands must be numeric")
+        require(lhs.dtype.__name__ not in _NO_DOT, self, ops,
+                f"XLA:CPU has no dot of {lhs.dtype.__name__} (UNIMPLEMENTED); convert the "
+                "operands to int8 first")
+        require(lhs.dtype.__name__ not in _NO_WIDENING_DOT or self.preferred_element_type
+                in (None, lhs.dtype), self, ops,
+                f"XLA:CPU has no dot of {lhs.dtype.__name__} to another element type (its HLO "
+                "verifier fails); convert the operands to int8 first")
+        require(self.algorithm is None or issubclass(lhs.dtype, Floating), self, ops,
+                f"algorithm={self.algorithm} needs floating-point operands")
         for name, t, axes in (("lhs", lhs, self.lhs_contracting + self.lhs_batch),
                               ("rhs", rhs, self.rhs_contracting + self.rhs_batch)):
             require(all(a < t.rank for a in axes), self, ops,
@@ -80,6 +128,8 @@ class Dot(HloOp, opcode="dot"):
                     f"rhs_batch_dims={dims_text(self.rhs_batch)}"]
         out += [f"lhs_contracting_dims={dims_text(self.lhs_contracting)}",
                 f"rhs_contracting_dims={dims_text(self.rhs_contracting)}"]
+        if self.algorithm is not None:
+            out.append(f"algorithm={self.algorithm}")
         return out
 
     def reference(self, lhs, rhs):
@@ -106,7 +156,7 @@ class Dot(HloOp, opcode="dot"):
 
 # -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.rules import vjp_rule
 
 
 def _dot_transpose(op: Dot, ct, other, mine_rank, mine_c, mine_b, other_c, other_b,
@@ -158,9 +208,9 @@ def dot_vjp(op: Dot, ct, out, lhs, rhs):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.rules import batch_rule
 
-from ._batch import shifted  # noqa: E402
+from ._batch import shifted
 
 
 @batch_rule.dispatch
@@ -168,7 +218,7 @@ def dot_batched(op: Dot, args: tuple, dims: tuple):
     lhs, rhs = args
     lc, rc = op.lhs_contracting, op.rhs_contracting
     lb, rb = op.lhs_batch, op.rhs_batch
-    kw = {"preferred_element_type": op.preferred_element_type}
+    kw = {"preferred_element_type": op.preferred_element_type, "algorithm": op.algorithm}
     if dims[0] is not None and dims[1] is not None:  # one more batch dimension, first
         return Dot(shifted(lc), shifted(rc), (0, *shifted(lb)), (0, *shifted(rb)), **kw)(
             lhs, rhs), 0

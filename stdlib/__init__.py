@@ -21,6 +21,8 @@ from .index_update import IndexUpdate  # noqa: F401  (installs x.at on Array)
 from .indexing import getitem, take, take_along_axis  # noqa: F401  (installs x[...], iter(x))
 from .linalg import matmul, matrix_transpose, tensordot, vecdot  # noqa: F401  (and xp.linalg)
 from . import fft  # noqa: F401,E402  (the fft extension: xp.fft)
+from . import special  # noqa: F401,E402  (scipy.special's functions: xp.special)
+from .special import digamma, erf, erfc, erfinv, lgamma  # noqa: F401,E402
 from .manipulation import *  # noqa: F401,F403
 from .promotion import result_dtype  # noqa: F401
 from .reductions import max, mapreduce, mean, min, prod, sum  # noqa: F401

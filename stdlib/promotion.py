@@ -50,7 +50,7 @@ def lift(x, dtype):
         return array(host)
     # Eagerly, a scalar operand (x * 0.99) would be a device transfer per call: the
     # arrays of recent scalars are kept (arrays are immutable, so they can be shared).
-    key = (host.dtype.str, host.tobytes())
+    key = (host.dtype, host.tobytes())  # not .str: "<V1" names every float8 and int4
     cached = _SCALARS.get(key)
     if cached is None:
         cached = _SCALARS.put(key, array(host))

@@ -201,6 +201,12 @@ UNARY = {
     "Atanh": (I3, FLOATY),
     "Asinh": (I3, FLOATY),
     "Acosh": (I3, FLOATY),
+    "Erfc": (I3, FLOATY),
+    "ErfInv": (I3, FLOATY),
+    "Lgamma": (I3, FLOATY),
+    "Digamma": (I3, FLOATY),
+    "BesselI0e": (I3, FLOATY),
+    "BesselI1e": (I3, FLOATY),
     "Not": (F3, r"bool|pred|int"),
     "IsFinite": (I3, r"float"),
     "CountLeadingZeros": (F3, INTY),
@@ -231,6 +237,10 @@ BINARY = {
     "ShiftRightArithmetic": (*_INT_PAIR, F3, INTY),
     "ShiftRightLogical": (*_INT_PAIR, F3, INTY),
     "Complex": (*_FLOAT_PAIR, I3, r"f32|f64|float"),
+    "Igamma": (*_FLOAT_PAIR, I3, FLOATY),
+    "Igammac": (*_FLOAT_PAIR, I3, FLOATY),
+    "NextAfter": (*_FLOAT_PAIR, I3, FLOATY),
+    "MulHi": (*_INT_PAIR, F3, INTY),
 }
 
 _NO_STATIC = r"no static operands?|takes no (static )?(operands|arguments|fields)|" \
