@@ -22,12 +22,12 @@ def run(quick: bool = False, models: bool = False, torch_compile: bool = True) -
     jax.jit and PyTorch, minutes on two cores); ``torch_compile`` includes
     ``torch.compile`` among their peers.
     """
-    from . import autodiff, control_flow, foundation, numpy_workload, vmap, workloads
+    from . import autodiff, control_flow, foundation, linalg, numpy_workload, vmap, workloads
 
     cfg = settings(quick)
     rows: list[dict] = []
     for case in (foundation.ALL + autodiff.ALL + control_flow.ALL + numpy_workload.ALL
-                 + vmap.ALL + workloads.ALL):
+                 + vmap.ALL + workloads.ALL + linalg.ALL):
         rows.extend(case(cfg))
     if models:
         from . import vgg19

@@ -2,9 +2,12 @@
 
 The functions here are re-exported by ``hlodsl.stdlib.linalg`` (``xp.linalg``),
 where they belong; this module holds them so that each stays a readable size.
-XLA has no LU instruction: ``lu_factor`` is LU with partial pivoting written
-in HLO, one ``while`` loop over the columns whose body works on the whole
-batch at once, so it runs wherever XLA does (see docs/linalg.md).
+XLA has no LU instruction. On CPU, ``lu_factor``, ``solve``, ``inv``,
+``det`` and ``slogdet`` call LAPACK's ``getrf`` (and ``trsm``) through jaxlib's
+custom-call targets (``stdlib/lapack.py``); on any other backend they fall back
+to LU with partial pivoting written in HLO, one ``while`` loop over the columns
+whose body works on the whole batch at once (see docs/linalg.md). jaxlib's
+cuSOLVER targets are not used: a GPU runs the HLO loop.
 
 >>> import numpy as np, hlodsl as hd
 >>> A = hd.array(np.float64([[0, 2], [1, 1]]))
@@ -23,14 +26,18 @@ from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import ComplexFloating, Floating, Inexact, Number, float32, float64, int32
 from hlodsl.errors import ShapeError
+from hlodsl.transforms.autodiff import vjp
+from hlodsl.transforms.custom import custom_jvp, custom_vjp
 
+from . import lapack
 from .broadcasting import broadcast_shapes, broadcast_to
 from .elementwise import add, log, multiply
-from .elementwise_more import conj, hypot
+from .elementwise_more import conj
+from .lu_loop import lu_loop, lu_solve, permutation
 from .manipulation import fail
+from .matrices import filled, identity, magnitude, main_diagonal, mm, mt, sum_exact, triangle_mask
 from .promotion import lift, promote
 from .reductions import mapreduce
-from .searching import argmax
 
 __all__ = [
     "cholesky", "lu_factor", "solve", "inv", "det", "slogdet", "solve_triangular",
@@ -78,48 +85,6 @@ def _real_dtype(dtype):
     return {"complex64": float32, "complex128": float64}.get(dtype.__name__, dtype)
 
 
-# -- small helpers on stacks of vectors and matrices ----------------------------------
-
-def filled(value, dtype, shape) -> Array:
-    """``value`` of element type ``dtype`` broadcast to ``shape``."""
-    return ops.Broadcast(shape)(lift(value, dtype))
-
-
-def _spread(x: Array, shape, at) -> Array:
-    """``x`` (leading batch dims, then the dims ``at`` of ``shape``) broadcast to ``shape``."""
-    nb = x.ndim - len(at)
-    return ops.Broadcast(shape, tuple(range(nb)) + tuple(at))(x)
-
-
-def magnitude(x: Array) -> Array:
-    """``|x|`` in the real element type (complex: ``hypot(re, im)``)."""
-    if issubclass(x.dtype, ComplexFloating):
-        return hypot(ops.Real()(x), ops.Imag()(x))
-    return ops.Abs()(x)
-
-
-def _add(a, b):
-    return ops.Add()(a, b)
-
-
-def sum_exact(x: Array, axis: int) -> Array:
-    """Sum over one axis in ``x``'s own element type (no integer widening)."""
-    return ops.Reduce(_add, (axis % x.ndim,))(x, lift(0, x.dtype))
-
-
-def identity(n: int, dtype, batch=()) -> Array:
-    """Identity matrices ``batch + (n, n)`` of element type ``dtype``."""
-    rows, cols = ops.Iota(int32, (n, n), 0)(), ops.Iota(int32, (n, n), 1)()
-    eye = lift(ops.Compare("EQ")(rows, cols), dtype)
-    return broadcast_to(eye, batch + (n, n))
-
-
-def _triangle_mask(shape, lower: bool) -> Array:
-    n = len(shape)
-    rows, cols = ops.Iota(int32, shape, n - 2)(), ops.Iota(int32, shape, n - 1)()
-    return ops.Compare("GE" if lower else "LE")(rows, cols)
-
-
 @dispatch
 def cholesky(x: Array, upper: bool = False):
     """The Cholesky factor of Hermitian positive-definite matrices, ``(..., M, M)``.
@@ -140,62 +105,44 @@ def cholesky(x: Array, upper: bool = False):
     (a,) = _factorable("cholesky", x)
     check_square("cholesky", a)
     low = ops.Cholesky(lower=True)(a)
-    low = ops.Select()(_triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
+    low = ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
     if upper:
         low = conj(ops.Transpose(tuple(range(low.ndim - 2)) + (low.ndim - 1, low.ndim - 2))(low))
     return lift(low, dtype)
 
 
-def _lu_cond(state):
-    return ops.Compare("LT")(state[0], lift(state[1].shape[-1], int32))
+# -- derivative rules from a forward derivative that is linear in the tangents ----------
+
+def linear_rules(primal, residual, tangent):
+    """``primal`` with forward and reverse rules built from one linear ``tangent`` map.
+
+    ``primal(*arrays)`` is opaque to autodiff (it calls LAPACK);
+    ``residual(args, out)`` computes constants the derivative needs (or
+    returns ``None``), ``tangent(args, out, res, tangents)`` the output's
+    tangent, linear in ``tangents`` and written with differentiable ops only.
+    Forward mode calls it; reverse mode pulls the cotangent back through it
+    with ``hd.vjp`` (the vjp of a linear map is its transpose, in hlodsl's
+    complex convention, so no adjoint is written by hand).
+    """
+    def fwd(*args):
+        out = primal(*args)
+        return out, (args, out, residual(args, out))
+
+    def bwd(saved, ct):
+        args, out, res = saved
+        zeros = [filled(0, a.dtype, a.shape) for a in args]
+        _, pullback = vjp(lambda *t: tangent(args, out, res, t), *zeros)
+        return tuple(pullback(ct))
+
+    def jvp_rule(primals, tangents):
+        out = primal(*primals)
+        return out, tangent(primals, out, residual(primals, out), tangents)
+
+    rules = custom_jvp(custom_vjp(primal).defvjp(fwd, bwd)).defjvp(jvp_rule)
+    return rules
 
 
-def _lu_step(state):
-    """One column ``k`` of LU with partial pivoting, on the whole batch at once."""
-    k, a, piv, perm = state
-    shape, vec = a.shape, piv.shape
-    batch, nb = shape[:-2], len(shape) - 2
-    zero = lift(0, int32)
-    rows = ops.Iota(int32, vec, nb)()
-    at_k = ops.Compare("EQ")(rows, ops.Broadcast(vec)(k))
-    below = ops.Compare("GT")(rows, ops.Broadcast(vec)(k))
-    col = ops.Reshape(vec)(ops.DynamicSlice(vec + (1,))(a, *[zero] * (nb + 1), k))
-    # |re| + |im|, as LAPACK's i?amax: the first row of largest magnitude at or below k.
-    mag = ops.Abs()(col) if issubclass(col.dtype, Floating) else \
-        ops.Add()(ops.Abs()(ops.Real()(col)), ops.Abs()(ops.Imag()(col)))
-    candidate = ops.Or()(at_k, below)
-    mag = ops.Select()(candidate, mag, filled(-1, mag.dtype, vec))
-    p = ops.Convert(int32)(argmax(mag, axis=-1))
-    at_p = ops.Compare("EQ")(rows, _spread(p, vec, ()))
-    # Swap rows k and p of the matrix and of the permutation.
-    row_k = ops.DynamicSlice(batch + (1, shape[-1]))(a, *[zero] * nb, k, zero)
-    row_p = sum_exact(ops.Select()(_spread(at_p, shape, (nb,)), a, filled(0, a.dtype, shape)), -2)
-    row_k = ops.Reshape(batch + shape[-1:])(row_k)
-    a = ops.Select()(_spread(at_k, shape, (nb,)), _spread(row_p, shape, (nb + 1,)),
-                     ops.Select()(_spread(at_p, shape, (nb,)), _spread(row_k, shape, (nb + 1,)),
-                                  a))
-    perm_k = _spread(ops.Reshape(batch)(ops.DynamicSlice(batch + (1,))(perm, *[zero] * nb, k)),
-                     vec, ())
-    perm_p = _spread(sum_exact(ops.Select()(at_p, perm, filled(0, int32, vec)), -1), vec, ())
-    perm = ops.Select()(at_k, perm_p, ops.Select()(at_p, perm_k, perm))
-    piv = ops.Select()(at_k, _spread(p, vec, ()), piv)
-    # Eliminate below the pivot: multipliers into column k, a rank-1 update of the rest.
-    pivot = ops.Reshape(batch)(ops.DynamicSlice(batch + (1,))(row_p, *[zero] * nb, k))
-    col = ops.Reshape(vec)(ops.DynamicSlice(vec + (1,))(a, *[zero] * (nb + 1), k))
-    usable = ops.Compare("NE")(pivot, filled(0, pivot.dtype, batch))
-    scaled = ops.Divide()(col, _spread(pivot, vec, ()))
-    mult = ops.Select()(ops.And()(below, _spread(usable, vec, ())), scaled,
-                        filled(0, a.dtype, vec))
-    cols = ops.Iota(int32, shape, nb + 1)()
-    kk = ops.Broadcast(shape)(k)
-    lower_rows = _spread(below, shape, (nb,))
-    trailing = ops.And()(lower_rows, ops.Compare("GT")(cols, kk))
-    update = ops.Multiply()(_spread(mult, shape, (nb,)), _spread(row_p, shape, (nb + 1,)))
-    a = ops.Select()(trailing, ops.Subtract()(a, update), a)
-    a = ops.Select()(ops.And()(lower_rows, ops.Compare("EQ")(cols, kk)),
-                     _spread(mult, shape, (nb,)), a)
-    return ops.Add()(k, lift(1, int32)), a, piv, perm
-
+# -- LU: LAPACK's getrf on CPU, an HLO while loop elsewhere -------------------------------
 
 def _lu(a: Array):
     """``(lu, pivots, permutation)`` of a stack of square matrices (checked by the caller)."""
@@ -203,8 +150,11 @@ def _lu(a: Array):
     rows = ops.Iota(int32, vec, len(vec) - 1)()
     if a.size == 0:  # nothing to factor (and no column for the loop body to slice)
         return a, rows, rows
-    _, lu, piv, perm = ops.While(_lu_cond, _lu_step)(lift(0, int32), a, rows, rows)
-    return lu, piv, perm
+    if lapack.available():
+        raw, ipiv, _ = lapack.getrf(lapack.to_kernel(a))
+        piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))  # LAPACK counts from 1
+        return lapack.from_kernel(raw), piv, permutation(piv)
+    return lu_loop(a)
 
 
 @dispatch
@@ -219,6 +169,8 @@ def lu_factor(x: Array):
     ``pivots[i]`` at step ``i``; ``permutation`` (int32) is the resulting row
     order. Pivots are the first row of largest ``|re| + |im|`` on or below the
     diagonal. Singular matrices factor without error (a zero on ``U``'s diagonal).
+    On CPU this is LAPACK's ``getrf``; elsewhere an HLO ``while`` loop. It has
+    no derivative rule.
 
     >>> import numpy as np, hlodsl as hd
     >>> f = lu_factor(hd.array(np.float64([[1, 2], [3, 4]])))
@@ -234,25 +186,6 @@ def lu_factor(x: Array):
     check_square("lu_factor", a)
     lu, piv, perm = _lu(a)
     return LUFactor(lift(lu, dtype), piv, perm)
-
-
-def _permute_rows(b: Array, perm: Array) -> Array:
-    """``b[..., perm, :]`` with a permutation per batch element (one gather)."""
-    nb = b.ndim - 2
-    idx = ops.Reshape(perm.shape + (1,))(perm)
-    return ops.Gather(offset_dims=(nb + 1,), collapsed_slice_dims=(nb,), start_index_map=(nb,),
-                      index_vector_dim=nb + 1, slice_sizes=(1,) * (nb + 1) + b.shape[-1:],
-                      operand_batching_dims=tuple(range(nb)),
-                      start_indices_batching_dims=tuple(range(nb)))(b, idx)
-
-
-def _lu_solve(lu: Array, perm: Array, b: Array) -> Array:
-    """Solve with an LU factorization; ``b`` is ``(..., M, K)`` with ``lu``'s batch dims."""
-    if b.size == 0:
-        return b
-    y = ops.TriangularSolve(left_side=True, lower=True, unit_diagonal=True)(
-        lu, _permute_rows(b, perm))
-    return ops.TriangularSolve(left_side=True, lower=False)(lu, y)
 
 
 def _as_columns(what: str, a: Array, b: Array, side: int = -2):
@@ -273,14 +206,73 @@ def _as_columns(what: str, a: Array, b: Array, side: int = -2):
     return broadcast_to(a, batch + a.shape[-2:]), broadcast_to(b, batch + b.shape[-2:]), vector
 
 
+def _split_columns(raw: Array, m: int):
+    """Kernel views of the first ``m`` columns, and of the rest, of the kernel matrix ``raw``.
+
+    Column-major, the first ``m`` columns are the first ``rows * m`` elements.
+    """
+    batch, (rows, cols) = raw.shape[:-2], raw.shape[-2:]
+    nb = len(batch)
+    flat = ops.Reshape(batch + (rows * cols,))(raw)
+    head = ops.Slice((0,) * (nb + 1), batch + (rows * m,))(flat)
+    tail = ops.Slice((0,) * nb + (rows * m,), batch + (rows * cols,))(flat)
+    return ops.Reshape(batch + (rows, m))(head), ops.Reshape(batch + (rows, cols - m))(tail)
+
+
+def _getrs(augmented: Array, m: int) -> Array:
+    """The kernel view of ``A^-1 B`` from the kernel view of ``[A | B]`` (``M x (M + K)``).
+
+    ``getrf`` pivots in the first ``M`` columns only and applies its row
+    interchanges and elimination to whole rows, so it leaves ``L^-1 P^T B``
+    beside ``U``; one triangular solve with ``U`` finishes (LAPACK's ``gesv``
+    without a separate permutation of ``B``).
+    """
+    raw, _, _ = lapack.getrf(augmented)
+    lu, c = _split_columns(raw, m)
+    return lapack.trsm(lu, c, left=True, lower=False)
+
+
+def _solve_primal(a: Array, b: Array) -> Array:
+    nb = a.ndim - 2
+    return lapack.from_kernel(_getrs(lapack.to_kernel(ops.Concatenate(nb + 1)(a, b)),
+                                     a.shape[-1]))
+
+
+def _inv_primal(a: Array) -> Array:
+    # The kernel reads the row-major stack [A; I] (2M x M) as [A^T | I] and solves
+    # for A^-T column-major: read row-major, that buffer is A^-1 (no transposes).
+    m, batch = a.shape[-1], a.shape[:-2]
+    stacked = ops.Concatenate(len(batch))(a, identity(m, a.dtype, batch))
+    return _getrs(lapack.transposed_view(stacked), m)
+
+
+def _inverse(args, out):
+    return _inv_primal(args[0])
+
+
+def _solve_tangent(args, x, a_inv, tangents):
+    da, db = tangents  # dx = A^-1 (db - dA x)
+    return mm(a_inv, ops.Subtract()(db, mm(da, x)))
+
+
+def _inv_tangent(args, x, _, tangents):
+    return ops.Negate()(mm(mm(x, tangents[0]), x))  # dX = -X dA X
+
+
+_solve_lapack = linear_rules(_solve_primal, _inverse, _solve_tangent)
+_inv_lapack = linear_rules(_inv_primal, lambda args, out: None, _inv_tangent)
+
+
 @dispatch
 def solve(x1: Array, x2: Array):
     """Solve ``x1 @ x = x2`` for ``x``; ``x1`` is ``(..., M, M)``.
 
     ``x2`` is one vector ``(M,)`` (the result is ``(..., M)``) or a stack of
     right-hand sides ``(..., M, K)`` whose batch dims broadcast with x1's (the
-    2023.12 rule). LU with partial pivoting, then two triangular solves. A
-    singular ``x1`` raises no error: the result holds infs or NaNs.
+    2023.12 rule). LU with partial pivoting, then triangular solves: on CPU
+    LAPACK's ``getrf`` of ``[x1 | x2]`` and one ``trsm``. A singular ``x1``
+    raises no error: the result holds infs or NaNs. Differentiable in both
+    arguments (``dx = x1^-1 (dx2 - dx1 x)``).
 
     >>> import numpy as np, hlodsl as hd
     >>> A = hd.array(np.float32([[2, 1], [4, 4]]))
@@ -290,16 +282,21 @@ def solve(x1: Array, x2: Array):
     dtype = promote(x1, x2)[0].dtype
     a, b = _factorable("solve", x1, x2)
     check_square("solve", a)
-    lu, _, perm = _lu(a)
-    lu, b, vector = _as_columns("solve", lu, b)
-    perm = broadcast_to(perm, b.shape[:-1])
-    out = _lu_solve(lu, perm, b)
+    a, b, vector = _as_columns("solve", a, b)
+    if lapack.available() and a.size and b.size:
+        out = _solve_lapack(a, b)
+    else:
+        lu, _, perm = _lu(a)
+        out = lu_solve(lu, perm, b)
     return lift(ops.Reshape(out.shape[:-1])(out) if vector else out, dtype)
 
 
 @dispatch
 def inv(x: Array):
     """The inverse of each matrix of ``x`` (``(..., M, M)``), by LU with partial pivoting.
+
+    On CPU, LAPACK's ``getrf`` of ``[x | I]`` and one ``trsm``. Differentiable
+    (``dX = -X dx X``).
 
     >>> import numpy as np, hlodsl as hd
     >>> inv(hd.array(np.float64([[2, 0], [0, 4]])))
@@ -310,8 +307,10 @@ def inv(x: Array):
     dtype = x.dtype
     (a,) = _factorable("inv", x)
     check_square("inv", a)
+    if lapack.available() and a.size:
+        return lift(_inv_lapack(a), dtype)
     lu, _, perm = _lu(a)
-    return lift(_lu_solve(lu, perm, identity(a.shape[-1], a.dtype, a.shape[:-2])), dtype)
+    return lift(lu_solve(lu, perm, identity(a.shape[-1], a.dtype, a.shape[:-2])), dtype)
 
 
 def _plus_zero(x: Array) -> Array:
@@ -320,58 +319,36 @@ def _plus_zero(x: Array) -> Array:
     return ops.Select()(ops.Compare("EQ")(x, zero), zero, x)
 
 
-def _main_diagonal(x: Array) -> Array:
-    """``(..., M, M) -> (..., M)``: a strided slice of the flattened matrices."""
-    batch, m = x.shape[:-2], x.shape[-1]
-    flat = ops.Reshape(batch + (m * m,))(x)
-    nb = len(batch)
-    return ops.Slice((0,) * (nb + 1), batch + (m * m,), (1,) * nb + (m + 1,))(flat)
-
-
-def _det_parts(what: str, x: Array):
-    """``(diagonal of U, +-1 of the row permutation, x's element type)``."""
-    dtype = x.dtype
-    (a,) = _factorable(what, x)
-    check_square(what, a)
-    lu, piv, _ = _lu(a)
+def _det_factors(a: Array):
+    """``(diagonal of U, +-1 of the row permutation)`` of square ``a`` (non-empty)."""
+    if lapack.available():
+        # det(A) = det(A^T): factor the transpose the kernel sees for free.
+        raw, ipiv, _ = lapack.getrf(a)
+        piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))
+        d = main_diagonal(raw)
+    else:
+        lu, piv, _ = _lu(a)
+        d = main_diagonal(lu)
     swaps = ops.Compare("NE")(piv, ops.Iota(int32, piv.shape, piv.ndim - 1)())
     count = sum_exact(lift(swaps, int32), -1)
     odd = ops.Compare("EQ")(ops.Remainder()(count, filled(2, int32, count.shape)),
                             filled(1, int32, count.shape))
     parity = ops.Select()(odd, filled(-1, a.dtype, count.shape), filled(1, a.dtype, count.shape))
-    return _main_diagonal(lu), parity, dtype
+    return d, parity
 
 
-@dispatch
-def det(x: Array):
-    """The determinant of each matrix of ``x`` (``(..., M, M) -> (...)``).
-
-    The product of ``U``'s diagonal from ``lu_factor``, signed by the row
-    permutation; exactly 0 for a matrix that factors with a zero pivot.
-
-    >>> import numpy as np, hlodsl as hd
-    >>> det(hd.array(np.float32([[[0, 1], [1, 0]], [[1, 2], [2, 4]]])))
-    hlodsl.Array[float32, (2,)]([-1.,  0.])
-    """
-    d, parity, dtype = _det_parts("det", x)
-    out = ops.Multiply()(parity, mapreduce(None, multiply, d, axis=-1))
-    return lift(_plus_zero(out), dtype)
+def _det_primal(a: Array) -> Array:
+    if a.size == 0:  # an empty product: 1
+        return filled(1, a.dtype, a.shape[:-2])
+    d, parity = _det_factors(a)
+    return _plus_zero(ops.Multiply()(parity, mapreduce(None, multiply, d, axis=-1)))
 
 
-@dispatch
-def slogdet(x: Array):
-    """``SlogdetResult(sign, logabsdet)`` of each matrix: ``det = sign * exp(logabsdet)``.
-
-    ``sign`` has ``x``'s element type (for complex ``x``, a number of modulus
-    1), ``logabsdet`` its real type; a singular matrix gives ``sign = 0`` and
-    ``logabsdet = -inf``.
-
-    >>> import numpy as np, hlodsl as hd
-    >>> sign, logabsdet = slogdet(hd.array(np.float64([[0, -3], [1, 0]])))
-    >>> sign, logabsdet
-    (hlodsl.Array[float64, ()](1.), hlodsl.Array[float64, ()](1.09861229))
-    """
-    d, parity, dtype = _det_parts("slogdet", x)
+def _slogdet_primal(a: Array):
+    if a.size == 0:
+        return SlogdetResult(filled(1, a.dtype, a.shape[:-2]),
+                             filled(0, _real_dtype(a.dtype), a.shape[:-2]))
+    d, parity = _det_factors(a)
     mag = magnitude(d)
     if issubclass(d.dtype, ComplexFloating):
         nonzero = ops.Compare("NE")(mag, filled(0, mag.dtype, mag.shape))
@@ -382,7 +359,67 @@ def slogdet(x: Array):
         unit = ops.Sign()(d)
     sign = ops.Multiply()(parity, mapreduce(None, multiply, unit, axis=-1))
     logabs = mapreduce(None, add, log(mag), axis=-1)
-    return SlogdetResult(lift(_plus_zero(sign), dtype), lift(logabs, _real_dtype(dtype)))
+    return SlogdetResult(_plus_zero(sign), logabs)
+
+
+def _trace_of_product(a_inv: Array, da: Array) -> Array:
+    """``trace(a_inv @ da)`` without the product: ``sum(a_inv^T * da)``."""
+    return sum_exact(sum_exact(ops.Multiply()(mt(a_inv), da), -1), -1)
+
+
+def _det_tangent(args, det_a, a_inv, tangents):
+    return ops.Multiply()(det_a, _trace_of_product(a_inv, tangents[0]))
+
+
+def _slogdet_tangent(args, out, a_inv, tangents):
+    t = _trace_of_product(a_inv, tangents[0])
+    if not issubclass(t.dtype, ComplexFloating):
+        return SlogdetResult(filled(0, t.dtype, t.shape), t)
+    re = ops.Real()(t)  # d log|det| = Re t; the sign turns by i Im t
+    return SlogdetResult(ops.Multiply()(ops.Subtract()(t, lift(re, t.dtype)), out.sign), re)
+
+
+_det_rules = linear_rules(_det_primal, _inverse, _det_tangent)
+_slogdet_rules = linear_rules(_slogdet_primal, _inverse, _slogdet_tangent)
+
+
+@dispatch
+def det(x: Array):
+    """The determinant of each matrix of ``x`` (``(..., M, M) -> (...)``).
+
+    The product of ``U``'s diagonal from LU with partial pivoting (LAPACK's
+    ``getrf`` on CPU), signed by the row permutation; exactly 0 for a matrix
+    that factors with a zero pivot. Differentiable (``d det = det tr(x^-1 dx)``;
+    NaN at singular matrices).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> det(hd.array(np.float32([[[0, 1], [1, 0]], [[1, 2], [2, 4]]])))
+    hlodsl.Array[float32, (2,)]([-1.,  0.])
+    """
+    dtype = x.dtype
+    (a,) = _factorable("det", x)
+    check_square("det", a)
+    return lift(_det_rules(a), dtype)
+
+
+@dispatch
+def slogdet(x: Array):
+    """``SlogdetResult(sign, logabsdet)`` of each matrix: ``det = sign * exp(logabsdet)``.
+
+    ``sign`` has ``x``'s element type (for complex ``x``, a number of modulus
+    1), ``logabsdet`` its real type; a singular matrix gives ``sign = 0`` and
+    ``logabsdet = -inf``. Differentiable (``d logabsdet = Re tr(x^-1 dx)``).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> sign, logabsdet = slogdet(hd.array(np.float64([[0, -3], [1, 0]])))
+    >>> sign, logabsdet
+    (hlodsl.Array[float64, ()](1.), hlodsl.Array[float64, ()](1.09861229))
+    """
+    dtype = x.dtype
+    (a,) = _factorable("slogdet", x)
+    check_square("slogdet", a)
+    sign, logabs = _slogdet_rules(a)
+    return SlogdetResult(lift(sign, dtype), lift(logabs, _real_dtype(dtype)))
 
 
 @dispatch

@@ -2,9 +2,11 @@
 
 Every function is a plum generic that bottoms out in HLO ops, eagerly and
 under ``hd.compile`` alike, batched over leading dimensions where the
-standard says ``(..., M, M)``. XLA has no LU instruction, so ``solve``,
-``inv``, ``det`` and ``slogdet`` use ``lu_factor``: LU with partial pivoting
-written in HLO, one ``while`` loop over the columns (see docs/linalg.md).
+standard says ``(..., M, M)``. XLA has no LU, eigen-, SVD or QR instruction:
+on CPU ``solve``, ``inv``, ``det``, ``slogdet`` and ``lu_factor`` call LAPACK's
+``getrf`` (elsewhere an HLO ``while`` loop: factorizations.py), and ``eigh``,
+``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv`` and ``matrix_rank`` call
+LAPACK (CPU only: decompositions.py); see docs/linalg.md.
 
 >>> import numpy as np, hlodsl as hd
 >>> import hlodsl.stdlib as xp
@@ -20,13 +22,17 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-from hlodsl.scalars import static_hint
 from hlodsl import ops
 from hlodsl.array import Array, Matrix, Vector
 from hlodsl.dispatcher import dispatch
 from hlodsl.errors import ShapeError
+from hlodsl.scalars import static_hint
 
 from .broadcasting import broadcast_shapes, broadcast_to
+from .decompositions import (
+    EighResult, QRResult, SVDResult, eigh, eigvalsh, matrix_rank, pinv, qr, singular_value_norm,
+    svd, svdvals,
+)
 from .elementwise import add, maximum, minimum, multiply, sqrt
 from .elementwise_more import conj
 from .factorizations import (
@@ -41,7 +47,7 @@ __all__ = [
     "matmul", "matrix_transpose", "tensordot", "vecdot", "outer", "cross", "diagonal", "trace",
     "vector_norm", "matrix_norm", "matrix_power", "cholesky", "solve", "inv", "det", "slogdet",
     "solve_triangular", "lu_factor", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv",
-    "matrix_rank", "SlogdetResult", "LUFactor",
+    "matrix_rank", "SlogdetResult", "LUFactor", "EighResult", "SVDResult", "QRResult",
 ]
 
 _MATVEC = ops.Dot(lhs_contracting=(1,), rhs_contracting=(0,))
@@ -363,19 +369,14 @@ def vector_norm(x: Array, axis=None, keepdims: bool = False, ord=2):
     return ops.Power()(s, ops.Broadcast(s.shape)(lift(1 / float(ord), a.dtype)))
 
 
-def _missing(what: str, needs: str) -> NotImplementedError:
-    return fail(NotImplementedError, f"{what} is not implemented: it needs {needs}, and XLA "
-                                     "has no such instruction and hlodsl no HLO implementation"
-                                     " yet")
-
-
 @dispatch
 def matrix_norm(x: Array, keepdims: bool = False, ord="fro"):
     """Norm of each matrix of ``x`` (``(..., M, N) -> (...)``).
 
     ``ord``: ``'fro'`` (Frobenius), ``1``/``-1`` (max/min absolute column sum),
-    ``inf``/``-inf`` (max/min absolute row sum). ``2``, ``-2`` and ``'nuc'``
-    need singular values and raise ``NotImplementedError``.
+    ``inf``/``-inf`` (max/min absolute row sum), ``2``/``-2`` (largest/smallest
+    singular value) and ``'nuc'`` (sum of the singular values; these three
+    through ``svdvals``, LAPACK on CPU).
 
     >>> import numpy as np, hlodsl as hd
     >>> x = hd.array(np.float32([[1, -2], [3, 4]]))
@@ -385,13 +386,11 @@ def matrix_norm(x: Array, keepdims: bool = False, ord="fro"):
     check_inexact("matrix_norm", x)
     if x.ndim < 2:
         raise fail(ShapeError, f"matrix_norm: needs rank >= 2, got shape {x.shape}")
-    if not isinstance(ord, str) and not isinstance(ord, bool) and ord in (2, -2):
-        raise _missing(f"xp.linalg.matrix_norm(ord={ord})", "singular values (an SVD)")
-    if ord == "nuc":
-        raise _missing("xp.linalg.matrix_norm(ord='nuc')", "singular values (an SVD)")
     _check_ord("matrix_norm", ord, ("fro", 1, -1, math.inf, -math.inf, 2, -2, "nuc"))
     a = magnitude(x)
-    if ord == "fro":
+    if ord in (2, -2, "nuc"):
+        out = singular_value_norm(x, ord)
+    elif ord == "fro":
         out = sqrt(mapreduce(None, add, multiply(a, a), axis=(-2, -1)))
     else:
         inner, best = (-2, maximum if ord == 1 else minimum) if ord in (1, -1) else \
@@ -432,61 +431,3 @@ def matrix_power(x: Array, n):
         if not k:
             return result
         x = matmul(x, x)
-
-
-# -- not implemented: these need eigen- or singular-value decompositions ----------------
-
-@dispatch
-def eigh(x: Array):
-    """Not implemented: XLA has no eigendecomposition instruction (raises).
-
-    >>> import numpy as np, hlodsl as hd
-    >>> eigh(hd.array(np.eye(2)))
-    Traceback (most recent call last):
-        ...
-    NotImplementedError: xp.linalg.eigh is not implemented: it needs a symmetric ...
-    """
-    check_square("eigh", x)  # bad input is reported as such, before what is missing
-    raise _missing("xp.linalg.eigh", "a symmetric eigendecomposition")
-
-
-@dispatch
-def eigvalsh(x: Array):
-    """Not implemented: XLA has no eigendecomposition instruction (raises)."""
-    check_square("eigvalsh", x)
-    raise _missing("xp.linalg.eigvalsh", "a symmetric eigendecomposition")
-
-
-@dispatch
-def svd(x: Array, full_matrices: bool = True):
-    """Not implemented: XLA has no SVD instruction (raises)."""
-    _check_matrices("svd", x)
-    raise _missing("xp.linalg.svd", "a singular value decomposition")
-
-
-@dispatch
-def svdvals(x: Array):
-    """Not implemented: XLA has no SVD instruction (raises)."""
-    _check_matrices("svdvals", x)
-    raise _missing("xp.linalg.svdvals", "a singular value decomposition")
-
-
-@dispatch
-def qr(x: Array, mode: str = "reduced"):
-    """Not implemented: XLA has no QR instruction (raises)."""
-    _check_matrices("qr", x)
-    raise _missing("xp.linalg.qr", "a QR decomposition")
-
-
-@dispatch
-def pinv(x: Array, rtol=None):
-    """Not implemented: the pseudo-inverse needs an SVD, which XLA lacks (raises)."""
-    _check_matrices("pinv", x)
-    raise _missing("xp.linalg.pinv", "a singular value decomposition")
-
-
-@dispatch
-def matrix_rank(x: Array, rtol=None):
-    """Not implemented: the rank needs singular values, which XLA lacks (raises)."""
-    _check_matrices("matrix_rank", x)
-    raise _missing("xp.linalg.matrix_rank", "a singular value decomposition")

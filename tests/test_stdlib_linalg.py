@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl.errors import ShapeError
-from hlodsl.stdlib import linalg as la
+from hlodsl.stdlib import lapack, linalg as la
 
 from strategies import Domain, arrays
 
@@ -337,7 +337,10 @@ def test_matrix_power(a, n):
 
 # -- the loop, the namespace and errors ----------------------------------------------------
 
-def test_the_lu_loop_does_not_unroll():
+def test_the_lu_loop_does_not_unroll(monkeypatch):
+    # The HLO loop is the fallback where jaxlib's LAPACK targets are absent (not CPU).
+    monkeypatch.setattr(lapack, "available", lambda: False)
+
     def size(n):
         return len(hd.code_hlo(lambda a, b: la.solve(a, b), hd.array(np.eye(n)),
                                hd.array(np.ones(n))).splitlines())
@@ -357,14 +360,17 @@ def test_namespace_holds_the_standards_linalg_functions():
 
 @pytest.mark.parametrize("name", ["eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv",
                                   "matrix_rank"])
-def test_decompositions_xla_lacks_raise_not_implemented(name):
-    with pytest.raises(NotImplementedError, match=rf"xp\.linalg\.{name} is not implemented"):
+def test_decompositions_without_lapack_raise_not_implemented(monkeypatch, name):
+    # LAPACK-backed on CPU (tests/test_linalg_lapack.py); no HLO fallback elsewhere.
+    monkeypatch.setattr(lapack, "available", lambda: False)
+    with pytest.raises(NotImplementedError, match=rf"xp\.linalg\.{name} needs jaxlib's LAPACK"):
         getattr(la, name)(hd.array(np.eye(2)))
 
 
 @pytest.mark.parametrize("ord", [2, -2, "nuc"])
-def test_matrix_norms_needing_singular_values_raise(ord):
-    with pytest.raises(NotImplementedError, match="singular values"):
+def test_matrix_norms_needing_singular_values_raise_without_lapack(monkeypatch, ord):
+    monkeypatch.setattr(lapack, "available", lambda: False)
+    with pytest.raises(NotImplementedError, match="svdvals needs jaxlib's LAPACK"):
         la.matrix_norm(hd.array(np.eye(2)), ord=ord)
 
 

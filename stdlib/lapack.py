@@ -1,0 +1,198 @@
+"""jaxlib's LAPACK kernels as custom calls: the CPU factorizations behind ``xp.linalg``.
+
+jaxlib registers typed-FFI custom-call targets ``lapack_<p><routine>_ffi``
+(``p`` = ``s``/``d``/``c``/``z`` for float32/float64/complex64/complex128)
+with XLA's CPU backend; ``hlodsl.runtime`` binds them whenever a module
+mentions ``lapack_``. Leading dimensions of every operand are batch
+dimensions, which the kernels loop over natively (in a thread pool), so one
+call factors a whole stack of matrices.
+
+LAPACK is column-major, our arrays row-major. Rather than constrain layouts,
+each function here takes and returns *kernel views*: a row-major array ``v``
+of shape ``(..., r, c)`` whose buffer the kernel reads as the column-major
+``r x c`` matrix ``kernel_matrix(v)``. ``to_kernel(x)`` makes the view of
+``x`` (one transpose), ``from_kernel(v)`` turns the kernel's answer back into
+an ordinary array (one transpose), and ``transposed_view(x)`` is the free
+view of ``x``'s transpose (a reshape, no data movement): LU and solves use it
+to skip the copies where a transposed factorization serves as well.
+
+Failures: where LAPACK reports one through ``info``, the functions that use
+these kernels fill the affected matrices' results with NaN, as jax does
+(``nan_where_failed``); a singular matrix is not a failure of ``getrf``.
+
+These targets exist only on the CPU backend: ``available()`` says whether
+the runtime's platform has them (jaxlib's cuSOLVER targets on GPU are not
+used; other backends get the HLO fallbacks of the callers).
+
+>>> import numpy as np, hlodsl as hd
+>>> a = hd.array(np.float64([[4, 3], [6, 3]]))
+>>> lu, ipiv, info = getrf(to_kernel(a))
+>>> from_kernel(lu), ipiv, info
+(hlodsl.Array[float64, (2, 2)](
+  [[6.        , 3.        ],
+   [0.66666667, 1.        ]]), hlodsl.Array[int32, (2,)]([2, 2]), hlodsl.Array[int32, ()](0))
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from hlodsl import ops, runtime
+from hlodsl.array import Array
+from hlodsl.dtypes import complex64, complex128, float32, float64, int32
+from hlodsl.op import frozen
+from hlodsl.rules import batch_rule
+from hlodsl.types import ArrayType, TupleType
+
+from .manipulation import fail
+from .promotion import lift
+
+__all__ = ["available", "LapackCall", "to_kernel", "from_kernel", "transposed_view",
+           "nan_where_failed", "getrf", "trsm", "geqrf", "orgqr", "syevd", "gesdd"]
+
+_PREFIX = {float32: "s", float64: "d", complex64: "c", complex128: "z"}
+_REAL = {complex64: float32, complex128: float64}
+
+
+def available() -> bool:
+    """Whether the runtime's backend runs jaxlib's LAPACK targets: its CPU backend does.
+
+    (``hlodsl.runtime`` binds them, the one module that talks to jaxlib.)
+    """
+    return runtime.platform() == "cpu"
+
+
+@frozen
+class LapackCall(ops.CustomCall):
+    """A ``CustomCall`` of a jaxlib LAPACK target; its batch rule uses native batching.
+
+    Every operand and result of these targets carries the same leading batch
+    dimensions, so ``vmap`` moves each batch dimension first (broadcasting
+    unbatched operands) and prepends it to the result types.
+    """
+
+
+@batch_rule.dispatch
+def lapack_call_batched(op: LapackCall, args: tuple, dims: tuple):
+    size = next(a.shape[0] for a, d in zip(args, dims) if d is not None)
+    args = [a if d is not None else ops.Broadcast((size,) + a.shape,
+                                                  tuple(range(1, a.ndim + 1)))(a)
+            for a, d in zip(args, dims)]
+    types = op.out_type.elements if isinstance(op.out_type, TupleType) else (op.out_type,)
+    batched = tuple(ArrayType(t.dtype, (size,) + t.shape) for t in types)
+    new = attrs.evolve(op, out_type=batched if isinstance(op.out_type, TupleType) else batched[0])
+    out = new(*args)
+    return out, (tuple(0 for _ in types) if isinstance(out, tuple) else 0)
+
+
+def _target(routine: str, dtype) -> str:
+    if dtype not in _PREFIX:
+        raise fail(TypeError, f"LAPACK {routine}: needs float32, float64, complex64 or "
+                              f"complex128, got {dtype.__name__}")
+    return f"lapack_{_PREFIX[dtype]}{routine}_ffi"
+
+
+def _call(routine: str, x: Array, out: tuple, *operands: Array, **attributes):
+    op = LapackCall(_target(routine, x.dtype), out,
+                    {k: np.uint8(ord(v)) if isinstance(v, str) else v
+                     for k, v in attributes.items()})
+    return op(x, *operands)
+
+
+# -- kernel views ---------------------------------------------------------------------
+
+def _swap(shape: tuple) -> tuple:
+    return shape[:-2] + (shape[-1], shape[-2])
+
+
+def _transpose(x: Array) -> Array:
+    n = x.ndim
+    return ops.Transpose(tuple(range(n - 2)) + (n - 1, n - 2))(x)
+
+
+def to_kernel(x: Array) -> Array:
+    """The kernel view of ``x``: same shape, its buffer holds ``x`` column-major."""
+    return ops.Reshape(x.shape)(_transpose(x))
+
+
+def from_kernel(v: Array) -> Array:
+    """The matrices a kernel left in the view ``v``, as an ordinary (row-major) array."""
+    return _transpose(ops.Reshape(_swap(v.shape))(v))
+
+
+def transposed_view(x: Array) -> Array:
+    """The kernel view of ``x``'s matrix transposes, shape ``(..., N, M)``, without a copy."""
+    return ops.Reshape(_swap(x.shape))(x)
+
+
+def nan_where_failed(info: Array, x: Array) -> Array:
+    """``x`` with every matrix (or vector) of a batch entry whose ``info != 0`` set to NaN."""
+    nb = info.ndim
+    bad = ops.Broadcast(x.shape, tuple(range(nb)))(
+        ops.Compare("NE")(info, ops.Broadcast(info.shape)(lift(0, int32))))
+    return ops.Select()(bad, ops.Broadcast(x.shape)(lift(float("nan"), x.dtype)), x)
+
+
+# -- the routines (operands and results are kernel views) -------------------------------
+
+def getrf(a: Array):
+    """LU with partial pivoting of ``(..., M, N)``: ``(lu, ipiv, info)``.
+
+    ``ipiv`` (int32, ``(..., min(M, N))``) is 1-based as in LAPACK; ``info > 0``
+    means ``U[info-1, info-1]`` is exactly zero (the factorization is complete).
+    """
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    return _call("getrf", a, (a.type, ArrayType(int32, batch + (min(m, n),)),
+                              ArrayType(int32, batch)))
+
+
+def trsm(a: Array, b: Array, *, left: bool = True, lower: bool = True, trans: str = "N",
+         unit: bool = False) -> Array:
+    """Solve ``op(a) x = b`` (``left``) or ``x op(a) = b``; ``op``: ``N``, ``T`` or ``C``.
+
+    ``a``: ``(..., K, K)`` triangular (only the ``lower``/upper triangle is read),
+    ``b``: ``(..., M, N)`` with the same batch dims; the result has ``b``'s shape.
+    """
+    return _call("trsm", a, b.type, b, side="L" if left else "R", uplo="L" if lower else "U",
+                 trans_x=trans, diag="U" if unit else "N")
+
+
+def geqrf(a: Array):
+    """Householder QR of ``(..., M, N)``: ``(a_out, tau)``, tau ``(..., min(M, N))``."""
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    return _call("geqrf", a, (a.type, ArrayType(a.dtype, batch + (min(m, n),))))
+
+
+def orgqr(a: Array, tau: Array) -> Array:
+    """The first ``N`` columns of ``Q`` from ``geqrf``'s reflectors in ``a`` ``(..., M, N)``."""
+    routine = "ungqr" if a.dtype in _REAL else "orgqr"
+    return _call(routine, a, a.type, tau)
+
+
+def syevd(a: Array, vectors: bool = True):
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of Hermitian ``(..., M, M)``.
+
+    Reads the lower triangle; returns ``(v, w, info)``.
+    """
+    routine = "heevd" if a.dtype in _REAL else "syevd"
+    w = ArrayType(_REAL.get(a.dtype, a.dtype), a.shape[:-1])
+    return _call(routine, a, (a.type, w, ArrayType(int32, a.shape[:-2])),
+                 mode="V" if vectors else "N", uplo="L")
+
+
+def gesdd(a: Array, mode: str):
+    """Divide-and-conquer SVD of ``(..., M, N)``: ``(s, u, vt, info)``.
+
+    ``mode``: ``'A'`` (``u`` is ``M x M``, ``vt`` ``N x N``), ``'S'`` (``M x K`` and
+    ``K x N``, ``K = min(M, N)``) or ``'N'`` (singular values only: ``u`` and ``vt``
+    are ``M x 1`` and ``1 x N`` placeholders the kernel does not write).
+    """
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    k = min(m, n)
+    u, vt = {"A": ((m, m), (n, n)), "S": ((m, k), (k, n)), "N": ((m, 1), (1, n))}[mode]
+    s = ArrayType(_REAL.get(a.dtype, a.dtype), batch + (k,))
+    _, s, u, vt, info = _call("gesdd", a, (a.type, s, ArrayType(a.dtype, batch + u),
+                                           ArrayType(a.dtype, batch + vt),
+                                           ArrayType(int32, batch)), mode=mode)
+    return s, u, vt, info
