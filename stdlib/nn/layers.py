@@ -93,7 +93,8 @@ def conv(x: Array, w: Array, b: Array | None = None, stride=1, padding="VALID",
         w: ``(O, C // groups, *kernel)``, or ``(*kernel, C // groups, O)`` ("HWIO")
             with ``data_format="NHWC"``.
         b: optional ``(O,)`` bias.
-        stride, dilation: an int or one int per spatial dimension.
+        stride: an int or one int per spatial dimension.
+        dilation: an int or one int per spatial dimension.
         padding: ``"VALID"`` (none), ``"SAME"`` (``ceil(n / stride)`` outputs),
             an int or ints (symmetric), or ``(low, high)`` pairs.
         groups: ``C`` and ``O`` split into ``groups`` independent convolutions.
