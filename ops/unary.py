@@ -124,9 +124,9 @@ class Log1p(Unary, opcode="log-plus-one"):
 
 
 class Logistic(Unary, opcode="logistic"):
-    """1 / (1 + exp(-x))."""
+    """1 / (1 + exp(-x)); complex too, as the HLO spec allows (XLA:CPU runs it)."""
 
-    kinds = (Floating,)
+    kinds = (Inexact,)
     numpy = staticmethod(lambda x: 1 / (1 + np.exp(-x)))
 
 

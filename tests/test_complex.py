@@ -298,3 +298,14 @@ def test_second_derivatives_of_the_composites_follow_jax(name):
     got = hd.grad(lambda v: xp.sum(hd_second(v)))(hd.array(x))
     want = jax.grad(lambda v: jnp.sum(jax_second(v)))(x)  # (hlodsl's runtime enables x64)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=lambda t: np.dtype(t).name)
+def test_the_logistic_op_takes_complex_operands(dtype):
+    # The HLO spec allows complex logistic and XLA:CPU runs it (ops.Logistic refused it).
+    rng = np.random.default_rng(7)
+    z = (rng.uniform(-3, 3, (3, 4)) + 1j * rng.uniform(-1.2, 1.2, (3, 4))).astype(dtype)
+    got = np.asarray(ops.Logistic()(hd.array(z)))
+    tol = 1e-5 if dtype == np.complex64 else 1e-12
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-z)), rtol=tol, atol=tol)
+    check(ops.Logistic(), [z], (0,), jax.lax.logistic)
