@@ -202,7 +202,8 @@ def _mask(k, axis, shape, what):
             "where(mask, x, fill) (or x.at[mask].set(v)) instead")
     sub = shape[axis:axis + k.ndim]
     for d, (n, m) in enumerate(zip(sub, k.shape)):
-        if n != m:
+        # A mask axis of size 0 selects nothing whatever the array's size, as numpy allows.
+        if n != m and m != 0:
             raise IndexError(
                 f"{what}: boolean index did not match indexed array along axis {axis + d}; "
                 f"size of axis is {n} but size of corresponding boolean axis is {m}")

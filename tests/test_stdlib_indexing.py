@@ -359,3 +359,16 @@ def test_at_errors_and_staged_out_of_range_updates_are_dropped():
     f = hd.compile(lambda x, i: x.at[i].set(100))
     check(f(x, hd.array(np.int32([5, -7]))), data((2, 3)))
     check(f(x, hd.array(np.int32(-1))), np.where(np.arange(2)[:, None] == 1, 100, data((2, 3))))
+
+
+@pytest.mark.parametrize("x_shape, mask_shape", [((0, 1), (0, 0)), ((2, 3), (2, 0)),
+                                                 ((2, 3), (0, 3)), ((2, 3, 4), (0,))])
+def test_a_mask_axis_of_size_zero_selects_nothing_as_numpy(x_shape, mask_shape):
+    # array-api-tests at 100 examples drew x of shape (0, 1) with a (0, 0) mask: numpy
+    # accepts a size-0 mask axis against any size, and hlodsl raised IndexError.
+    x = np.arange(int(np.prod(x_shape)), dtype=np.float32).reshape(x_shape)
+    mask = np.zeros(mask_shape, bool)
+    got = np.asarray(hd.array(x)[hd.array(mask)])
+    assert got.shape == x[mask].shape
+    with pytest.raises(IndexError, match="did not match"):
+        hd.array(np.zeros((2, 3)))[hd.array(np.zeros((2, 2), bool))]
