@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 
+from hlodsl.array import Array
+
 from . import _special_coefficients as K
 from ._special import PI, SpecialUnary, add, c, chebyshev, div, lt, mul, reduce_half, select, sub
 from .compare import Compare
@@ -39,6 +41,16 @@ _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 /
 
 #: B_2k / (2k) for k = 1..7: psi(w) ~ log(w) - 1/(2w) - sum_k B_2k / (2k w^2k).
 _ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
+
+
+def stirling_series(w: Array) -> Array:
+    """``sum_k c_k / w^(2k-1)`` over ``_STIRLING``: lgamma(w) minus Stirling's formula."""
+    inv = div(c(1, w), w)
+    inv2, series, power = mul(inv, inv), c(0, w), inv
+    for coefficient in _STIRLING:
+        series = add(series, mul(c(coefficient, w), power))
+        power = mul(power, inv2)
+    return series
 
 
 def _is_pole(x):
@@ -59,11 +71,7 @@ def _lgamma_from_half(z):
     """
     big = Compare("GE")(z, c(8, z))
     w = select(big, z, c(8, z))
-    inv = div(c(1, z), w)
-    inv2, series, power = mul(inv, inv), c(0, z), inv
-    for coefficient in _STIRLING:
-        series = add(series, mul(c(coefficient, z), power))
-        power = mul(power, inv2)
+    series = stirling_series(w)
     stirling = add(sub(mul(sub(w, c(0.5, z)), Log()(w)), w), add(c(_LOG_SQRT_2PI, z), series))
     stirling = select(IsFinite()(z), stirling, z)  # inf * log(inf) - inf would be NaN
     u = select(big, c(2, z), z)

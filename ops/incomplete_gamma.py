@@ -25,7 +25,7 @@ from hlodsl.array import Array
 from ._special import SpecialBinary, add, c, div, eps, lt, mul, select, sub
 from .binary import And, Maximum, Or
 from .compare import Compare
-from .gamma_functions import Digamma, Lgamma
+from .gamma_functions import Digamma, Lgamma, stirling_series
 from .reduce import Reduce
 from .unary import Abs, Exp, Log, Log1p, Not
 from .while_loop import While
@@ -131,9 +131,6 @@ def _continued_fraction(a, x, active, with_da):
     return out[12], out[13]
 
 
-#: (-1)^k B_2k / (2k (2k-1)) for k = 1..7: lgamma(a) - Stirling's formula ~ sum_k c_k / a^(2k-1).
-_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
-
 
 def _log1p(d):
     """log(1 + d) to a few ulp for d > -1: XLA's log1p is ~100 ulp off for negative d."""
@@ -152,11 +149,7 @@ def _log_weight(a, x):
     direct = sub(sub(mul(a, Log()(x)), x), Lgamma()(a))
     big = Compare("GE")(a, c(10, a))
     a10 = select(big, a, c(10, a))
-    inv = div(c(1, a), a10)
-    inv2, remainder, power = mul(inv, inv), c(0, a), inv
-    for coefficient in _STIRLING:
-        remainder = add(remainder, mul(c(coefficient, a), power))
-        power = mul(power, inv2)
+    remainder = stirling_series(a10)
     d = div(sub(x, a10), a10)
     stirling = add(add(mul(a10, _log1p(d)), sub(a10, x)),
                    sub(mul(c(0.5, a), Log()(mul(a10, c(1 / (2 * np.pi), a)))), remainder))
