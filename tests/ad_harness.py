@@ -39,8 +39,10 @@ TANGENT = hd.compile(tangent)
 
 
 def random_array(rng, shape, dtype):
-    """Standard normal values (real and imaginary parts for complex dtypes)."""
+    """Standard normal values (real and imaginary parts for complex dtypes); -3..3 for ints."""
     dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(-3, 4, shape).astype(dtype)
     if dtype.kind == "c":
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)

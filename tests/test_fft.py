@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from numpy.exceptions import AxisError
 
 import hlodsl as hd
+from ad_harness import random_array as _random
 
 # Every drawn shape and static argument is a new signature to compile, by design here.
 pytestmark = pytest.mark.filterwarnings("ignore::hlodsl.RecompileWarning")
@@ -40,13 +41,6 @@ ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
 N_D = ("fftn", "ifftn", "rfftn", "irfftn")
 STAGED = {name: hd.compile(getattr(xp.fft, name)) for name in ONE_D + N_D + (
     "fftshift", "ifftshift")}
-
-
-def _random(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def _wide(x):

@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hlodsl as hd
+from ad_harness import random_array as _random
 from hlodsl.errors import ShapeError
 
 jax.config.update("jax_enable_x64", True)
@@ -47,13 +48,6 @@ def both(name, a, **kwargs):
     """``[eager, staged]`` results of ``xp.linalg.<name>(a, **kwargs)``."""
     x = hd.array(a)
     return [getattr(la, name)(x, **kwargs), STAGED[name](x, **kwargs)]
-
-
-def _random(rng, shape, dtype):
-    z = rng.standard_normal(shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        z = z + 1j * rng.standard_normal(shape)
-    return z.astype(dtype)
 
 
 def _h(x):

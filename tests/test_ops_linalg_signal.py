@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from jax import lax
 
 import hlodsl as hd
+from ad_harness import random_array as _random
 from hlodsl.ops import Cholesky, Convolution, Fft, TriangularSolve
 
 COVERED_OPCODES = {"convolution", "triangular-solve", "cholesky", "fft"}
@@ -51,16 +52,6 @@ def _close(got, expected, dtype):
     tol = TOL[np.dtype(dtype).type]
     scale = max(1.0, float(np.max(np.abs(expected), initial=0)))
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * scale)
-
-
-def _random(rng, shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(-3, 4, shape).astype(dtype)
-    x = rng.standard_normal(shape)
-    if dtype.kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def _shape_error(op, *arrays, match=None):
