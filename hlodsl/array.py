@@ -23,20 +23,18 @@ hlodsl.Array[float32, (3, 4)]
 from __future__ import annotations
 
 import copyreg
-import dataclasses
-import sys
-from typing import NamedTuple
 
 import numpy as np
 from plum import CovariantMeta, parametric
 
-from . import dtypes
+from .devices import Device, DevicePlacement, Shard, default_device
 from .dtypes import ElementType, element_type
 from .errors import staging_error
+from .host_values import HostConversion
 from .types import ArrayType
 
-__all__ = ["Array", "Device", "Token", "array", "Scalar", "Vector", "Matrix", "is_symbolic",
-           "default_device"]
+__all__ = ["Array", "Device", "Shard", "Token", "array", "Scalar", "Vector", "Matrix",
+           "is_symbolic", "default_device"]
 
 _ANY_SHAPE = ...
 
@@ -72,7 +70,7 @@ class ArrayMeta(CovariantMeta):
 
 
 @parametric
-class Array(metaclass=ArrayMeta):
+class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
     """An immutable array whose type carries its element type and static shape.
 
     ``Array[float32, (3, 4)]`` is the class of float32 3x4 arrays. In dispatch
@@ -187,63 +185,6 @@ class Array(metaclass=ArrayMeta):
             )
         return self._buf
 
-    def __array__(self, dtype=None, copy=None):
-        """numpy's view of the data: read-only and shared (the array is immutable), or a copy.
-
-        ``np.asarray(x)`` shares the device buffer's memory where it can (on
-        CPU) and numpy refuses writes to it; ``np.array(x)`` (``copy=True``)
-        and a change of dtype give a new, writable array.
-        """
-        from . import runtime
-
-        buf = runtime.readable(self._require_value("conversion to numpy"))
-        try:
-            out = np.asarray(buf)
-        except RuntimeError as e:  # a global array some of whose shards are elsewhere
-            if runtime.is_fully_addressable(buf):
-                raise
-            raise ValueError(
-                f"{self.type} is sharded over devices of several processes ({self.sharding!r}); "
-                "this process holds only .addressable_shards. Compile the program with "
-                "out_shardings replicated to have the whole array in every process") from e
-        if dtype is not None and np.dtype(dtype) != out.dtype:
-            if copy is False:
-                raise ValueError(f"converting {self.type} to numpy {np.dtype(dtype)} needs a "
-                                 "copy, but copy=False")
-            return out.astype(dtype)
-        return out.copy() if copy else out
-
-    def __jax_array__(self):
-        """The device buffer, for ``jax.numpy.asarray(x)``: jax arrays are immutable too."""
-        return self._require_value("conversion to a jax array")
-
-    def numpy(self) -> np.ndarray:
-        return np.asarray(self)
-
-    def item(self, *args):
-        """The element (the only one, or the one ``args`` index) as a Python scalar, as numpy's.
-
-        >>> import hlodsl as hd
-        >>> hd.array([1.5, 2.5]).item(1), hd.array(3).item()
-        (2.5, 3)
-        """
-        return self._host(".item()").item(*args)
-
-    def tolist(self):
-        """The data as nested Python lists of Python scalars, as numpy's ``tolist``.
-
-        >>> import hlodsl as hd
-        >>> hd.array([[1, 2], [3, 4]]).tolist()
-        [[1, 2], [3, 4]]
-        """
-        return self._host(".tolist()").tolist()
-
-    def _host(self, what: str) -> np.ndarray:
-        """The data in numpy, or, for a symbolic array, a StagingError that names ``what``."""
-        self._require_value(what, "Return the array from the compiled function and convert "
-                                  "or format the result outside it")
-        return np.asarray(self)
-
     @property
     def itemsize(self) -> int:
         """Bytes per element."""
@@ -253,160 +194,6 @@ class Array(metaclass=ArrayMeta):
     def nbytes(self) -> int:
         """Bytes of the data (all elements), as numpy's ``nbytes``."""
         return self.size * self.itemsize
-
-    def __format__(self, spec: str) -> str:
-        """``f"{loss:.4f}"``: a scalar array formats as the numpy scalar of its value.
-
-        An empty spec (``f"{x}"``) is ``str(x)``; numpy arrays of rank 1 and up
-        take no format spec, and neither do these.
-
-        >>> import numpy as np, hlodsl as hd
-        >>> f"{hd.array(np.float32(0.123456)):.4f}", f"{hd.array(7):>3}"
-        ('0.1235', '  7')
-        """
-        if not spec:
-            return str(self)
-        host = self._host(f"format spec {spec!r}")
-        if self.ndim:
-            raise TypeError(f"format spec {spec!r}: only scalar (0-dimensional) arrays take a "
-                            f"format spec, not {self.type} (numpy arrays refuse it too); format "
-                            f"its elements (x.tolist()) or reduce it first")
-        return format(host[()], spec)
-
-    def __round__(self, ndigits: int | None = None):
-        """``round(x)``: a Python int; ``round(x, n)``: the numpy scalar, as numpy's scalars do.
-
-        >>> import numpy as np, hlodsl as hd
-        >>> round(hd.array(np.float32(2.5))), round(hd.array(np.float32(2.567)), 2)
-        (2, np.float32(2.57))
-        """
-        host = self._host("round()")
-        if self.ndim:
-            raise TypeError(f"round() of an array of shape {self.shape} ({self.type}): only "
-                            "scalar (0-dimensional) arrays round to a number; for arrays use "
-                            "np.round(x, decimals) or hlodsl.stdlib.round(x)")
-        value = host[()]
-        if not hasattr(type(value), "__round__") and issubclass(self.dtype, dtypes.Floating):
-            # ml_dtypes' bfloat16 has no __round__: round it as numpy's float16 rounds
-            rounded = round(float(value), ndigits)
-            return rounded if ndigits is None else type(value)(rounded)
-        return round(value) if ndigits is None else round(value, ndigits)
-
-    def __bool__(self) -> bool:
-        if self._buf is None:
-            raise staging_error(_why_not_converted(self.type, sys._getframe(1)))
-        self._require_value("Python `if`/`while`/`bool()`")
-        if self.size != 1:
-            raise ValueError(f"bool(): the truth value of an array of shape {self.shape} "
-                             f"({self.type}) is ambiguous: only size-1 arrays convert to bool; "
-                             "use xp.any(x) or xp.all(x)")
-        return bool(np.asarray(self))
-
-    def __int__(self) -> int:
-        self._require_value("int()")
-        self._require_scalar("int")
-        return int(np.asarray(self))
-
-    def __float__(self) -> float:
-        self._require_value("float()")
-        self._require_scalar("float")
-        return float(np.asarray(self))
-
-    def __complex__(self) -> complex:
-        self._require_value("complex()")
-        self._require_scalar("complex")
-        return complex(np.asarray(self))
-
-    def _require_scalar(self, to: str) -> None:
-        if self.ndim:  # as numpy 2 and the array API: no implicit x[0] for shape (1,)
-            raise TypeError(f"{to}() of an array of shape {self.shape} ({self.type}): only "
-                            f"scalar (0-dimensional, one element) arrays convert to a Python "
-                            f"{to}; index or reduce it first")
-
-    def __index__(self) -> int:
-        self._require_value("use as a Python index")
-        if not issubclass(self.dtype, dtypes.Integer) or self.ndim:
-            raise TypeError(f"only integer scalar arrays can be used as an index, not {self.type}")
-        return int(np.asarray(self))
-
-    # -- device placement and DLPack (the array API's interchange protocol) ------
-
-    @property
-    def device(self) -> Device:
-        """The device holding this array (symbolic arrays: where the program will run)."""
-        if self._buf is None:
-            return default_device()
-        from . import runtime
-
-        if runtime.is_sharded(self._buf):
-            raise ValueError(f"{self.type} is sharded over several devices "
-                             f"({self.sharding!r}): see .sharding and .addressable_shards")
-        return Device(runtime.platform(), runtime.device_index(self._buf))
-
-    @property
-    def sharding(self):
-        """How this array is laid out over devices: a ``hd.NamedSharding``, or None for
-        an array on one device (symbolic arrays: None)."""
-        if self._buf is None:
-            return None
-        from . import runtime
-
-        return runtime.sharding_of(self._buf)
-
-    @property
-    def addressable_shards(self) -> list:
-        """The shards this process holds: ``Shard(device, index, data)`` each, where
-        ``index`` is the part of the global array (a tuple of slices) and ``data``
-        a one-device array.
-
-        >>> import hlodsl as hd
-        >>> [s.index for s in hd.array([1.0, 2.0]).addressable_shards]
-        [(slice(None, None, None),)]
-        """
-        from . import runtime
-
-        buf = self._require_value("addressable_shards")
-        return [Shard(Device(runtime.platform(), d), index,
-                      Array._from_buffer(data, ArrayType(self.dtype, tuple(data.shape))))
-                for d, index, data in runtime.shards(buf)]
-
-    def to_device(self, device: Device, /, *, stream=None) -> Array:
-        """This array on ``device``: programs run on the default device, the only target.
-
-        >>> import hlodsl as hd
-        >>> x = hd.array([1, 2]); x.to_device(x.device) is x
-        True
-        """
-        if stream is not None:
-            raise ValueError("to_device: stream= is not supported (XLA orders its own streams)")
-        if device != self.device:
-            raise ValueError(f"to_device: {self.type} is on {self.device}; hlodsl runs every "
-                             f"program on {default_device()}, so {device!r} is not a target")
-        return self
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule of a copy of this array's buffer (``copy=False``: of the buffer
-        itself, flagged read-only).
-
-        The array is immutable but not every consumer honours a read-only
-        capsule (torch writes into what it imports), so the consumer gets its
-        own copy unless it asks for ``copy=False``.
-
-        >>> import numpy as np, hlodsl as hd
-        >>> np.from_dlpack(hd.array(np.float32([1, 2])))
-        array([1., 2.], dtype=float32)
-        """
-        from . import runtime
-
-        buf = self._require_value("__dlpack__")
-        return runtime.to_dlpack(buf, stream=stream, max_version=max_version,
-                                 dl_device=dl_device, copy=copy)
-
-    def __dlpack_device__(self) -> tuple:
-        """``(DLDeviceType, device id)`` of this array's buffer."""
-        from . import runtime
-
-        return runtime.dlpack_device(self._require_value("__dlpack_device__"))
 
     # -- pickling and copying: arrays are values ------------------------------------
 
@@ -464,63 +251,6 @@ def _value_text(value) -> str:
     if isinstance(value, (bool, int, float, complex, np.generic)) and len(repr(value)) <= 40:
         return repr(value.item() if isinstance(value, np.generic) else value)
     return "value"
-
-
-class Shard(NamedTuple):
-    """One device's part of an array: where it is, which part, and its data."""
-
-    device: "Device"
-    index: tuple
-    data: "Array"
-
-
-@dataclasses.dataclass(frozen=True)
-class Device:
-    """A device of the runtime's platform, as ``Array.device`` reports it.
-
-    >>> import hlodsl as hd
-    >>> hd.array([1.0]).device == default_device()
-    True
-    """
-
-    platform: str
-    id: int = 0
-
-    def __repr__(self) -> str:
-        return f"Device({self.platform}:{self.id})"
-
-
-def _why_not_converted(t, frame) -> str:
-    """The message for a Python ``if``/``while``/``bool()`` on a symbolic array: why the
-    code where it happened was not converted to HLO control flow, and what to use."""
-    import linecache
-
-    code = frame.f_code
-    where = f"in {code.co_name} ({code.co_filename}:{frame.f_lineno})"
-    head = (f"Python `if`/`while`/`and`/`or`/`bool()` needs the value of a symbolic array "
-            f"{t} {where}; its value is only known when the compiled program runs. ")
-    alternatives = ("Use hd.cond(pred, true_fn, false_fn, ...) or xp.where(pred, a, b) for a "
-                    "choice, hd.while_loop / hd.fori_loop for a loop")
-    named = code.co_filename.startswith("<doctest") or not code.co_filename.startswith("<")
-    if not named or not linecache.getlines(code.co_filename):
-        why = ("hlodsl converts Python control flow only in code whose source it can read, "
-               "and this code has none (the plain Python REPL, python -c, stdin or exec). ")
-    elif code.co_name == "<lambda>":
-        why = ("This lambda was not converted (a lambda is converted when it starts on the "
-               "first line of its statement; write a def otherwise). ")
-    else:
-        why = ("This code was not converted: hd.compile converts the functions it runs and "
-               "the plain Python functions they call, but not generators, operator methods, "
-               "plum generics, installed packages or functions made by exec, and "
-               "hd.compile(..., convert=False) converts nothing. ")
-    return head + why + alternatives
-
-
-def default_device() -> Device:
-    """The device every compiled program and eager op runs on."""
-    from . import runtime
-
-    return Device(runtime.platform(), runtime.local_device_ids()[0])
 
 
 _TYPES: dict[type, ArrayType] = {}
