@@ -420,7 +420,11 @@ def _direct_execute(exe, out_types, device):
     handlers = [xc.array_result_handler(ShapedArray(shape, dtype), sharding, committed=True,
                                         _skip_checks=True)
                 for shape, dtype in out_types]
-    execute_sharded = exe.execute_sharded
+    return _handled(exe.execute_sharded, handlers)
+
+
+def _handled(execute_sharded, handlers):
+    """``execute(buffers) -> outputs``: PJRT's execute, then the result handlers."""
     calls = _CALLS
 
     def execute(buffers):
@@ -642,17 +646,7 @@ def partitioned_executor(exe: Executable, outs: list):
     handlers = [xc.array_result_handler(ShapedArray(shape, dtype), jax_sharding(s),
                                         committed=True, _skip_checks=True)
                 for shape, dtype, s in outs]
-    execute_sharded = exe._exe.execute_sharded
-    calls = _CALLS
-
-    def run(args):
-        out = execute_sharded(args).consume_with_handlers(handlers)
-        calls[0] += 1
-        if not calls[0] & 1023:
-            _drain_call_records()
-        return out
-
-    return run
+    return _handled(exe._exe.execute_sharded, handlers)
 
 
 def initialize_distributed(coordinator_address: str, num_processes: int, process_id: int,

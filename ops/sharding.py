@@ -153,6 +153,12 @@ def _tuple_or_single(types):
     return types[0] if len(types) == 1 else TupleType(tuple(types))
 
 
+def _one_per_operand(op, types) -> None:
+    """The manual-region boundaries take one sharding per operand."""
+    require(len(types) == len(op.shardings), op, types,
+            f"has {len(op.shardings)} shardings for {len(types)} operands")
+
+
 @frozen
 class GlobalToLocal(_Annotation, opcode="global-to-local"):
     """Global arrays laid out as ``shardings`` -> the shard each device holds (manual
@@ -168,8 +174,7 @@ class GlobalToLocal(_Annotation, opcode="global-to-local"):
         return False
 
     def result_type(self, *types):
-        require(len(types) == len(self.shardings), self, types,
-                f"has {len(self.shardings)} shardings for {len(types)} operands")
+        _one_per_operand(self, types)
         for s, t in zip(self.shardings, types):
             _check_fits(self, s, t, types)
         return _tuple_or_single([ArrayType(t.dtype, s.shard_shape(t.shape))
@@ -198,8 +203,7 @@ class LocalToGlobal(_Annotation, opcode="local-to-global"):
         return False
 
     def result_type(self, *types):
-        require(len(types) == len(self.shardings), self, types,
-                f"has {len(self.shardings)} shardings for {len(types)} operands")
+        _one_per_operand(self, types)
         out = []
         for s, t in zip(self.shardings, types):
             require(isinstance(t, ArrayType), self, types, "takes arrays only")
