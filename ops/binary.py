@@ -116,9 +116,24 @@ class Minimum(Binary, opcode="minimum"):
     numpy = staticmethod(np.minimum)
 
 
+def _atan2(y, x):
+    if np.iscomplexobj(y):  # the HLO spec's complex atan2: -i log((x + iy) / sqrt(x^2 + y^2))
+        return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
+    return np.arctan2(y, x)
+
+
 class Atan2(Binary, opcode="atan2"):
-    kinds = (Floating,)
-    numpy = staticmethod(np.arctan2)
+    """atan2(y, x), the angle of the point (x, y); complex too, as the HLO spec defines it.
+
+    Complex: ``-i log((x + iy) / sqrt(x^2 + y^2))``, holomorphic in both operands.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> Atan2()(hd.array(np.float64([1, -1])), hd.array(np.float64([0, 0])))
+    hlodsl.Array[float64, (2,)]([ 1.57079633, -1.57079633])
+    """
+
+    kinds = (Floating, ComplexFloating)
+    numpy = staticmethod(_atan2)
 
 
 class And(Binary, opcode="and"):

@@ -98,13 +98,20 @@ class Compare(HloOp, opcode="compare"):
 
 @frozen
 class Select(HloOp, opcode="select"):
-    """``pred ? on_true : on_false`` elementwise; pred has the operands' shape."""
+    """``pred ? on_true : on_false`` elementwise; pred has the operands' shape or is a scalar.
+
+    A scalar predicate picks one whole operand, as the HLO spec allows.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> Select()(hd.array(np.bool_(False)), hd.array([1, 2]), hd.array([3, 4]))
+    hlodsl.Array[int64, (2,)]([3, 4])
+    """
 
     def result_type(self, p, t, f):
         require(p.dtype is pred, self, (p, t, f), "the predicate must have element type pred")
         require(t == f, self, (p, t, f), "on_true and on_false must have equal types")
-        require(p.shape == t.shape, self, (p, t, f),
-                "the predicate must have the shape of the operands")
+        require(p.shape in (t.shape, ()), self, (p, t, f),
+                "the predicate must have the shape of the operands, or be a scalar")
         return t
 
     def reference(self, p, t, f):
@@ -131,7 +138,18 @@ def select_vjp(op: Select, ct, out, p, t, f):
 
 from hlodsl.rules import batch_rule, register_rule  # noqa: E402
 
-from ._batch import elementwise_rule  # noqa: E402
+from ._batch import all_batched, elementwise_rule  # noqa: E402
+from .broadcast import Broadcast  # noqa: E402
 
 register_rule(batch_rule, Compare, elementwise_rule)
-register_rule(batch_rule, Select, elementwise_rule)  # the predicate has the operands' shape
+
+
+@batch_rule.dispatch
+def select_batched(op: Select, args: tuple, dims: tuple):
+    p, t, f = args
+    if dims[0] is None and p.ndim == 0:  # one choice for every example: stays a scalar
+        return op(p, *all_batched((t, f), dims[1:])), 0
+    p, t, f = all_batched(args, dims)
+    if p.ndim != t.ndim:  # a scalar predicate per example: spread over its operands
+        p = Broadcast(t.shape, (0,))(p)
+    return op(p, t, f), 0
