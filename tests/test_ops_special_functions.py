@@ -158,12 +158,66 @@ def test_incomplete_gamma_is_within_a_few_ulp_of_mpmath(op, true_fn, dtype):
 
 def test_incomplete_gamma_for_large_a_stays_accurate_up_to_the_term_limit():
     # From a = 10 on, the weight x^a e^-x / Gamma(a) comes from Stirling's formula, so
-    # it does not lose a log x ulp; the series is cut at 2000 terms (a ~ 5e4 near x = a).
+    # it does not lose a log x ulp; within |x - a| <= 0.3 a (from a = 20 on) Temme's
+    # expansion replaces the series, which 2000 terms cut short from a ~ 5e4 near x = a.
     a = np.float64([500.0, 1000.0, 3000.0, 20000.0, 200.0, 50.0])
     x = a * np.float64([0.99, 1.01, 1.0, 1.0, 1.2, 0.7])
     got = _both(ops.Igamma(), a, x)
     true = _oracle(_igamma)(a, x)
     assert (np.abs(got - true) < 16 * np.finfo(np.float64).eps).all(), (got - true)
+
+
+#: (a, x, P, Q) at 40 digits (the series and Lentz's fraction in mpmath, run to
+#: convergence: mpmath's gammainc gives up at a = 1e6, and scipy's own capped series
+#: is 35% off at the second point). Every a and x is exact in f32.
+LARGE_A = np.float64([
+    (1e8, 1e8, 0.5000132980760141, 0.49998670192398587),
+    (1e8, 1e8 - 5e4, 2.854642139958626e-07, 0.999999714535786),
+    (1e8, 1e8 + 3e4, 0.998648919898398, 0.0013510801016019577),
+    (1e6, 1e6 - 2000, 0.022696114006736802, 0.9773038859932632),
+    (1e6, 1e6 + 4000, 0.9999676545526865, 3.234544731347768e-05),
+    (1e5, 1e5 + 100, 0.6244451307044055, 0.3755548692955945),
+    (50.0, 45.0, 0.24680203440017026, 0.7531979655998298),
+    (25.0, 31.0, 0.8812049856544749, 0.1187950143455251),
+])
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_incomplete_gamma_for_large_a_near_x(dtype):
+    # There the series and the fraction need ~9 sqrt(a) terms (the 2000-term cap gave
+    # P(1e8, 1e8) = 0.08): Temme's uniform expansion is used instead.
+    a, x = LARGE_A[:, 0].astype(dtype), LARGE_A[:, 1].astype(dtype)
+    rtol = 1e-4 if dtype is np.float32 else 1e-13
+    np.testing.assert_allclose(_both(ops.Igamma(), a, x), LARGE_A[:, 2], rtol=rtol)
+    np.testing.assert_allclose(_both(ops.Igammac(), a, x), LARGE_A[:, 3], rtol=rtol)
+
+
+def test_incomplete_gamma_a_derivative_for_large_a_near_x():
+    # Temme's expansion differentiated in closed form, against central differences of
+    # the values (f64; h = 1e-7 a, where the values are good to ~1e-15).
+    a, x = LARGE_A[:, 0], LARGE_A[:, 1]
+    got = np.asarray(hd.grad(lambda v: xp.sum(ops.Igamma()(v, hd.array(x))))(hd.array(a)))
+    h = 1e-7 * a
+    value = hd.compile(lambda u, v: ops.Igamma()(u, v))
+    expected = (np.asarray(value(hd.array(a + h), hd.array(x)))
+                - np.asarray(value(hd.array(a - h), hd.array(x)))) / (2 * h)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert (got < 0).all()
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_lgamma_and_digamma_at_poles_infinities_and_nan(dtype):
+    # lgamma as C99 and XLA's chlo.lgamma (jax.scipy.special.gammaln): +inf at -inf, at
+    # the poles and at +inf (scipy 1.17's gammaln(-inf) is -inf instead). digamma as
+    # XLA's chlo.digamma (jax.scipy.special.digamma): NaN at -inf and at every pole, 0
+    # and -0 included (scipy: -inf at 0, +inf at -0); +inf at +inf.
+    x = np.array([-np.inf, -3.0, -1.0, -0.0, 0.0, np.inf, np.nan], dtype)
+    lgamma = _both(ops.Lgamma(), x)
+    np.testing.assert_array_equal(lgamma, np.array([np.inf] * 6 + [np.nan], dtype))
+    np.testing.assert_array_equal(np.asarray(xp.special.gammaln(hd.array(x))), lgamma)
+    digamma = _both(ops.Digamma(), x)
+    np.testing.assert_array_equal(digamma, np.array([np.nan] * 5 + [np.inf, np.nan], dtype))
+    np.testing.assert_array_equal(np.asarray(xp.special.digamma(hd.array(x))), digamma)
 
 
 SPECIAL = np.float64([0.0, -0.0, 1.0, -1.0, -2.0, 0.5, np.inf, -np.inf, np.nan])
