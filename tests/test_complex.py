@@ -309,3 +309,31 @@ def test_the_logistic_op_takes_complex_operands(dtype):
     tol = 1e-5 if dtype == np.complex64 else 1e-12
     np.testing.assert_allclose(got, 1 / (1 + np.exp(-z)), rtol=tol, atol=tol)
     check(ops.Logistic(), [z], (0,), jax.lax.logistic)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX, ids=lambda t: np.dtype(t).name)
+def test_sinh_and_cosh_are_finite_where_only_exp_overflows(dtype):
+    # For |x| in (log(max), log(2 max)] (709.78..710.47 in f64, 88.72..89.42 in f32),
+    # sinh(x) and cosh(x) are finite though exp(x) is not: computed as
+    # (e^(|x|/2) / 2) e^(|x|/2) (times cos y or sin y), real and complex.
+    part = np.finfo(dtype).dtype.type
+    top = np.log(np.float64(np.finfo(part).max)) + np.log(2)
+    x = np.array([top - 0.6, top - 0.3, top - 0.01, -(top - 0.3), top - 0.69], part)
+    assert (np.abs(x) > np.log(np.finfo(part).max)).all()
+    eps = np.finfo(part).eps
+    mpmath.mp.prec = 80
+    for name in ("sinh", "cosh"):
+        real = np.asarray(getattr(xp, name)(hd.array(x)))
+        with np.errstate(over="ignore"):
+            want = getattr(np, name)(x.astype(np.float64))
+        assert np.isfinite(real).all(), (name, x, real)
+        np.testing.assert_allclose(real, want, rtol=4 * eps)
+        z = (x[:, None] + 1j * np.array([0.5, 1.5, 3.0, 1e-3], part)[None, :]).ravel()
+        z = z.astype(dtype)
+        fn = getattr(mpmath, name)
+        want = np.array([complex(fn(mpmath.mpc(float(v.real), float(v.imag)))) for v in z])
+        for got in _both(name, z):
+            fits = np.abs(want.real) < np.finfo(part).max
+            assert np.isfinite(got.real[fits]).all() and np.isfinite(got.imag).all(), (name, z, got)
+            err = np.abs(got.astype(np.complex128) - want) / np.abs(want)
+            assert np.where(fits, err, 0).max() <= 16 * eps, (name, z, got, want)
