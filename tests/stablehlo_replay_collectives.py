@@ -47,8 +47,12 @@ def _channel(op: Op):
     return handle if handle > 0 else None
 
 
+def _flag(op: Op, name: str) -> bool:
+    return name in op.attrs and op.attrs[name] != "false"
+
+
 def _global_ids(op: Op) -> bool:
-    return "use_global_device_ids" in op.attrs and op.attrs["use_global_device_ids"] != "false"
+    return _flag(op, "use_global_device_ids")
 
 
 @_handler("interpreter.run_parallel")
@@ -97,7 +101,7 @@ HANDLERS["stablehlo.all_gather"] = _collective(
     lambda o: ops.AllGather(int(o.attrs["all_gather_dim"]), _groups(o), _channel(o),
                             _global_ids(o)))
 HANDLERS["stablehlo.collective_broadcast"] = _collective(
-    lambda o: ops.CollectiveBroadcast(_groups(o), _channel(o)))
+    lambda o: ops.CollectiveBroadcast(_groups(o), _channel(o), _flag(o, "has_dynamic_root")))
 HANDLERS["stablehlo.collective_permute"] = _collective(
     lambda o: ops.CollectivePermute(_groups(o, "source_target_pairs"), _channel(o)))
 
@@ -105,20 +109,25 @@ HANDLERS["stablehlo.collective_permute"] = _collective(
 @_handler("stablehlo.all_to_all")
 def _all_to_all(op, args, env, ctx):
     split, concat = int(op.attrs["split_dimension"]), int(op.attrs["concat_dimension"])
-    if split == concat or len(args) != 1:
+    if split == concat:
         return _collective(lambda o: ops.AllToAll(split, _groups(o), _channel(o)))(
             op, args, env, ctx)
     # HLO's array all-to-all splits and concatenates one dimension; XLA's builder
     # lowers split != concat as below: the blocks get a dimension of their own, which
-    # then moves in front of the concat dimension and merges into it.
-    x, n = args[0], int(op.attrs["split_count"])
-    shape = list(x.shape)
-    y = ops.Reshape(tuple(shape[:split] + [n, shape[split] // n] + shape[split + 1:]))(x)
-    y = ops.AllToAll(split, _groups(op), _channel(op))(y)
-    axes = [a for a in range(len(shape) + 1) if a != split]
+    # then moves in front of the concat dimension and merges into it (per operand).
+    n = int(op.attrs["split_count"])
+    shapes = [list(x.shape) for x in args]
+    ys = [ops.Reshape(tuple(s[:split] + [n, s[split] // n] + s[split + 1:]))(x)
+          for x, s in zip(args, shapes)]
+    ys = ops.AllToAll(split, _groups(op), _channel(op))(*ys)
+    ys = ys if isinstance(ys, tuple) else (ys,)
+    axes = [a for a in range(len(shapes[0]) + 1) if a != split]
     target = concat if concat < split else concat + 1
     axes.insert(axes.index(target), split)
-    shape[split] //= n
-    shape[concat] *= n
-    return ops.Reshape(tuple(shape))(ops.Transpose(tuple(axes))(y))
+    out = []
+    for y, shape in zip(ys, shapes):
+        shape[split] //= n
+        shape[concat] *= n
+        out.append(ops.Reshape(tuple(shape))(ops.Transpose(tuple(axes))(y)))
+    return out if len(out) > 1 else out[0]
 
