@@ -145,7 +145,9 @@ def _eigvalsh_tangent(args, w, v, tangents) -> Array:
 
 
 _eigh_rules = linear_rules(_eigh_primal, lambda args, out: None, _eigh_tangent)
-_eigvalsh_rules = linear_rules(_eigvalsh_primal, lambda args, out: _eigh_primal(args[0])[1],
+# Residuals through the differentiable eigh/svd, not their primals: second derivatives
+# differentiate them too (a bare LAPACK call would count as a constant).
+_eigvalsh_rules = linear_rules(_eigvalsh_primal, lambda args, out: _eigh_rules(args[0])[1],
                                _eigvalsh_tangent)
 
 
@@ -256,7 +258,7 @@ def _svd_rules(full: bool):
 
 
 _svdvals_rules = linear_rules(
-    _svdvals_primal, lambda args, out: _svd_primal(args[0], False)[::2], _svdvals_tangent)
+    _svdvals_primal, lambda args, out: _svd_rules(False)(args[0])[::2], _svdvals_tangent)
 
 
 @dispatch

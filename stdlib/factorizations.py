@@ -124,22 +124,32 @@ def linear_rules(primal, residual, tangent):
     with ``hd.vjp`` (the vjp of a linear map is its transpose, in hlodsl's
     complex convention, so no adjoint is written by hand).
     """
+    reverse = custom_vjp(primal)  # its rules are defined below
+
+    def jvp_rule(primals, tangents):
+        # Through ``reverse``: under a jvp and a tape at once (hvp), the tape records
+        # this rule, never the bare LAPACK call (which has no derivative rule).
+        out = reverse(*primals)
+        return out, tangent(primals, out, residual(primals, out), tangents)
+
+    # Second derivatives: fwd runs with the reverse tapes paused, so it calls the
+    # primal through its forward rule (an outer jvp, as in hvp, sees its tangent), and
+    # the residual is computed in bwd, where an outer tape records it (computed in fwd,
+    # it would count as a constant and drop its derivative from the Hessian).
+    forward = custom_jvp(primal).defjvp(jvp_rule)
+
     def fwd(*args):
-        out = primal(*args)
-        return out, (args, out, residual(args, out))
+        out = forward(*args)
+        return out, (args, out)
 
     def bwd(saved, ct):
-        args, out, res = saved
+        args, out = saved
+        res = residual(args, out)
         zeros = [filled(0, a.dtype, a.shape) for a in args]
         _, pullback = vjp(lambda *t: tangent(args, out, res, t), *zeros)
         return tuple(pullback(ct))
 
-    def jvp_rule(primals, tangents):
-        out = primal(*primals)
-        return out, tangent(primals, out, residual(primals, out), tangents)
-
-    rules = custom_jvp(custom_vjp(primal).defvjp(fwd, bwd)).defjvp(jvp_rule)
-    return rules
+    return custom_jvp(reverse.defvjp(fwd, bwd)).defjvp(jvp_rule)
 
 
 # -- LU: LAPACK's getrf on CPU, an HLO while loop elsewhere -------------------------------
@@ -247,7 +257,10 @@ def _inv_primal(a: Array) -> Array:
 
 
 def _inverse(args, out):
-    return _inv_primal(args[0])
+    # The differentiable inverse, not _inv_primal: a second derivative differentiates
+    # this residual too (LAPACK's call has no rule of its own, so it would count as a
+    # constant and drop d(A^-1) from the Hessian).
+    return _inv_lapack(args[0])
 
 
 def _solve_tangent(args, x, a_inv, tangents):
