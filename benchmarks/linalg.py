@@ -10,7 +10,11 @@ copies into column-major order, XLA's dispatch and the result transfer.
 The goal for det/solve/inv at n = 500 is a ratio within 1.5.
 
 ``python -m benchmarks.linalg [--quick]`` prints these rows alone;
-``python -m benchmarks`` includes them.
+``python -m benchmarks`` includes them. ``python -m benchmarks.linalg
+--kernels hlo [--quick]`` times the HLO fallback instead (Jacobi eigh and
+SVD, Householder QR: what a backend without LAPACK runs), staged with
+``hlodsl.config.linalg_kernels = "hlo"``, against the LAPACK path and numpy
+at n = 50 and 200, with the Jacobi sweeps each needed.
 """
 
 from __future__ import annotations
@@ -84,12 +88,68 @@ def linalg(cfg: Settings) -> list[dict]:
 ALL = (linalg,)
 
 
+def _sweeps(name: str, a: np.ndarray) -> float:
+    """Jacobi sweeps (rounds / (n - 1)) the fallback's loop runs on ``a``."""
+    from hlodsl.stdlib import jacobi
+
+    import hlodsl as hd
+
+    n = a.shape[-1]
+    loop = jacobi._eigh_loop if name == "eigh" else jacobi._svd_loop
+    rounds = hd.compile(lambda x: loop(x, True)[2])(hd.array(a))
+    return int(np.asarray(rounds)) / (n - 1)
+
+
+def linalg_fallback(cfg: Settings) -> list[dict]:
+    """eigh, svd (reduced) and qr of float64 n x n: the HLO fallback, LAPACK and numpy."""
+    import hlodsl.stdlib as xp
+
+    import hlodsl as hd
+
+    la, rows, old = xp.linalg, [], hd.config.linalg_kernels
+    cases = [("eigh", la.eigh, "np.linalg.eigh(a)", _symmetric),
+             ("svd", lambda a: la.svd(a, full_matrices=False),
+              "np.linalg.svd(a, full_matrices=False)", lambda rng, n: rng.standard_normal((n, n))),
+             ("qr", la.qr, "np.linalg.qr(a)", lambda rng, n: rng.standard_normal((n, n)))]
+    try:
+        for n in (50, 200):
+            rng = np.random.default_rng(n)
+            for name, fn, peer, make in cases:
+                a = make(rng, n)
+                ha = hd.array(a)
+                # The switch is read when a function is staged: each compiles under its own.
+                hd.config.linalg_kernels = "hlo"
+                f_hlo = hd.compile(fn)
+                _to_numpy(f_hlo(ha))
+                hd.config.linalg_kernels = "auto"
+                f_lapack = hd.compile(fn)
+                _to_numpy(f_lapack(ha))
+                t = compare({"hlo": "to_numpy(f_hlo(ha))", "lapack": "to_numpy(f_lapack(ha))",
+                             "peer": peer},
+                            {"f_hlo": f_hlo, "f_lapack": f_lapack, "ha": ha, "a": a, "np": np,
+                             "to_numpy": _to_numpy}, _heavy(cfg))
+                note = f"{name} {n}x{n}: LAPACK path {t['lapack'] * 1e3:.3g} ms"
+                if name != "qr":
+                    note += f"; {_sweeps(name, a):.1f} sweeps"
+                rows.append(row("12b. linalg HLO fallback", f"{name} {n}x{n} f64",
+                                "hd.compile (HLO loops)", t["hlo"], "numpy.linalg", t["peer"],
+                                unit="ms", note=note))
+    finally:
+        hd.config.linalg_kernels = old
+    return rows
+
+
+FALLBACK = (linalg_fallback,)
+
+
 if __name__ == "__main__":
     import sys
 
     from .report import machine, table
     from .timing import settings
 
-    cfg = settings("--quick" in sys.argv[1:])
+    argv = sys.argv[1:]
+    cfg = settings("--quick" in argv)
+    hlo = "--kernels" in argv and argv[argv.index("--kernels") + 1:][:1] == ["hlo"]
     print(f"Machine: {machine()}\n")
-    print(table([r for case in ALL for r in case(cfg)]))
+    print(table([r for case in (FALLBACK if hlo else ALL) for r in case(cfg)]))

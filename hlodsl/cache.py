@@ -19,15 +19,18 @@ take a lock; a lookup takes none.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Callable, Hashable
 
-__all__ = ["BoundedCache"]
+__all__ = ["BoundedCache", "clear_all"]
+
+_ALL: weakref.WeakSet = weakref.WeakSet()  # every cache alive, for clear_all
 
 
 class BoundedCache:
     """A dictionary of at most ``maxsize`` entries, least recently used evicted first."""
 
-    __slots__ = ("_data", "_lock", "_maxsize", "name", "on_evict", "evictions")
+    __slots__ = ("_data", "_lock", "_maxsize", "name", "on_evict", "evictions", "__weakref__")
 
     def __init__(self, maxsize: int | Callable[[], int], name: str,
                  on_evict: Callable[[Hashable, object], None] | None = None):
@@ -38,6 +41,7 @@ class BoundedCache:
         #: ``on_evict(key, value)`` runs (under the lock) for each entry dropped.
         self.on_evict = on_evict
         self.evictions = 0
+        _ALL.add(self)
 
     @property
     def maxsize(self) -> int:
@@ -96,8 +100,12 @@ class BoundedCache:
         return default if cell is None else cell[0]
 
     def clear(self) -> None:
+        """Drop every entry (``on_evict`` runs for each, as for an eviction)."""
         with self._lock:
-            self._data.clear()
+            data, self._data = self._data, {}
+            if self.on_evict is not None:
+                for key, cell in data.items():
+                    self.on_evict(key, cell[0])
 
     def keys(self) -> list:
         return list(self._data)
@@ -113,3 +121,13 @@ class BoundedCache:
 
     def __repr__(self) -> str:
         return f"<BoundedCache {self.name}: {len(self._data)}/{self.maxsize}>"
+
+
+def clear_all() -> None:
+    """Empty every cache: each program staged so far is staged again at its next call.
+
+    ``hlodsl.config`` calls it when a setting that changes what staging produces
+    (``linalg_kernels``) changes, so no cached executable outlives the choice.
+    """
+    for cache in list(_ALL):
+        cache.clear()

@@ -47,6 +47,29 @@ class Config:
     persistent_cache: bool = True
     #: Bytes the persistent cache directory may hold; the least recently used go first.
     persistent_cache_bytes: int = 2**30
+    #: Kernels of ``xp.linalg``'s factorizations (LU, eigh, SVD, QR): ``"auto"`` calls
+    #: jaxlib's LAPACK where the backend has it (CPU) and HLO loops elsewhere; ``"hlo"``
+    #: always the HLO loops; ``"lapack"`` LAPACK, an error where the backend lacks it.
+    #: Read when a function is staged; a change empties hlodsl's caches, so every
+    #: compiled function and eager op stages again with the new kernels at its next call.
+    linalg_kernels: str = "auto"
+
+    def __setattr__(self, name, value):
+        if name == "linalg_kernels":
+            if value not in LINALG_KERNELS:
+                raise ValueError(f"hlodsl.config.linalg_kernels: must be one of "
+                                 f"{', '.join(map(repr, LINALG_KERNELS))}, got {value!r}")
+            if value != getattr(self, name, value):  # (not while __init__ sets it)
+                from .cache import clear_all
+
+                super().__setattr__(name, value)
+                clear_all()  # programs staged with the other kernels must not run again
+                return
+        super().__setattr__(name, value)
+
+
+#: The values ``Config.linalg_kernels`` takes.
+LINALG_KERNELS = ("auto", "hlo", "lapack")
 
 
 config = Config()

@@ -1,14 +1,18 @@
-"""Eigen-, singular value and QR decompositions through LAPACK, and what is built on them.
+"""Eigen-, singular value and QR decompositions (LAPACK or HLO loops), and what is built on them.
 
 ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv`` and
 ``matrix_rank`` of ``xp.linalg`` (re-exported there), batched over leading
 dimensions, for float32/float64/complex64/complex128 (float16 and bfloat16
 are computed in float32). XLA has no instruction for them: on CPU they call
 jaxlib's LAPACK kernels (``syevd``/``heevd``, ``gesdd``, ``geqrf`` +
-``orgqr``/``ungqr``; see ``stdlib/lapack.py``); on another backend they raise
-``NotImplementedError`` (there is no HLO fallback yet). Where LAPACK reports a
-failure (``info != 0``: the eigen- or SVD iteration did not converge) that
-matrix's results are NaN, as in jax.
+``orgqr``/``ungqr``; see ``stdlib/lapack.py``); on another backend, or with
+``hlodsl.config.linalg_kernels = "hlo"``, HLO ``while`` loops: parallel
+cyclic Jacobi for ``eigh`` and (one-sided, after a Householder QR) the SVD
+(``stdlib/jacobi.py``), Householder reflections for ``qr``
+(``stdlib/householder.py``); docs/linalg.md compares them. Where LAPACK
+reports a failure (``info != 0``: the eigen- or SVD iteration did not
+converge), or the matrix holds an inf or NaN, that matrix's results are NaN,
+as in jax.
 
 Derivatives (forward and reverse) come from the standard formulas, as jax's:
 
@@ -38,7 +42,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from hlodsl import ops, runtime
+from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import ComplexFloating, int32, int64
@@ -50,6 +54,8 @@ from .elementwise_more import conj
 from .factorizations import (
     _factorable, _real_dtype, _split_columns, check_square, linear_rules, solve_triangular,
 )
+from .householder import householder_qr
+from .jacobi import jacobi_eigh, jacobi_svd
 from .manipulation import fail, where
 from .matrices import filled, identity, main_diagonal, mm, mt, spread
 from .promotion import lift
@@ -70,14 +76,10 @@ def check_matrices(what: str, x: Array) -> None:
 
 
 def _prepare(what: str, x: Array, square: bool) -> Array:
-    """``x`` checked (and float16/bfloat16 in float32); raises where LAPACK is absent."""
+    """``x`` checked (and float16/bfloat16 in float32); ``linalg_kernels`` checked too."""
     (a,) = _factorable(what, x)
     check_square(what, a) if square else check_matrices(what, a)
-    if not lapack.available():
-        raise fail(NotImplementedError, f"xp.linalg.{what} needs jaxlib's LAPACK kernels, which "
-                                        f"only the CPU backend has; this is "
-                                        f"{runtime.platform()!r} and hlodsl has no HLO "
-                                        "implementation of it yet")
+    lapack.available()  # a backend without LAPACK under linalg_kernels='lapack' raises here
     return a
 
 
@@ -119,6 +121,10 @@ def _rows(v: Array, shape) -> Array:
 # -- eigh, eigvalsh ------------------------------------------------------------------------
 
 def _eigh_primal(a: Array) -> EighResult:
+    if not lapack.available():
+        w, v = jacobi_eigh(_hermitian_part(a))
+        info = _failed(filled(0, int32, a.shape[:-2]), a)
+        return EighResult(lapack.nan_where_failed(info, w), lapack.nan_where_failed(info, v))
     # The kernel reads the row-major matrix as its transpose, conj(h): the same
     # eigenvalues, conjugated eigenvectors.
     raw, w, info = lapack.syevd(_hermitian_part(a))
@@ -136,6 +142,9 @@ def _eigh_tangent(args, out, _, tangents) -> EighResult:
 
 
 def _eigvalsh_primal(a: Array) -> Array:
+    if not lapack.available():
+        w, _ = jacobi_eigh(_hermitian_part(a), vectors=False)
+        return lapack.nan_where_failed(_failed(filled(0, int32, a.shape[:-2]), a), w)
     _, w, info = lapack.syevd(_hermitian_part(a), vectors=False)
     return lapack.nan_where_failed(_failed(info, a), w)
 
@@ -157,7 +166,7 @@ def eigh(x: Array):
 
     ``x``: ``(..., M, M)``, used as ``(x + x^H) / 2``; eigenvalues ``(..., M)``
     (real, ascending), eigenvectors ``(..., M, M)`` (columns, orthonormal), so
-    ``x = V diag(w) V^H``. LAPACK's ``syevd``/``heevd`` on CPU.
+    ``x = V diag(w) V^H``. LAPACK's ``syevd``/``heevd`` on CPU, else Jacobi in HLO.
 
     >>> import numpy as np, hlodsl as hd
     >>> w, v = eigh(hd.array(np.float64([[2, 1], [1, 2]])))
@@ -198,6 +207,9 @@ def _empty_svd(a: Array, full: bool) -> SVDResult:
 def _svd_primal(a: Array, full: bool) -> SVDResult:
     if a.size == 0:
         return _empty_svd(a, full)
+    if not lapack.available():
+        info = _failed(filled(0, int32, a.shape[:-2]), a)
+        return SVDResult(*(lapack.nan_where_failed(info, r) for r in jacobi_svd(a, full=full)))
     s, u, vt, info = lapack.gesdd(lapack.to_kernel(a), "A" if full else "S")
     u, vt, info = lapack.from_kernel(u), lapack.from_kernel(vt), _failed(info, a)
     return SVDResult(*(lapack.nan_where_failed(info, r) for r in (u, s, vt)))
@@ -243,6 +255,9 @@ def _svd_tangent(args, out, _, tangents) -> SVDResult:
 def _svdvals_primal(a: Array) -> Array:
     if a.size == 0:
         return filled(0, _real_dtype(a.dtype), a.shape[:-2] + (min(a.shape[-2:]),))
+    if not lapack.available():
+        s = jacobi_svd(a, vectors=False)[1]
+        return lapack.nan_where_failed(_failed(filled(0, int32, a.shape[:-2]), a), s)
     s, _, _, info = lapack.gesdd(lapack.to_kernel(a), "N")
     return lapack.nan_where_failed(_failed(info, a), s)
 
@@ -267,7 +282,8 @@ def svd(x: Array, full_matrices: bool = True):
 
     ``x``: ``(..., M, N)``, ``K = min(M, N)``; ``S``: ``(..., K)`` real,
     descending; ``full_matrices=True``: ``U`` ``(..., M, M)``, ``Vh`` ``(..., N, N)``;
-    ``False``: ``(..., M, K)`` and ``(..., K, N)``. LAPACK's ``gesdd`` on CPU.
+    ``False``: ``(..., M, K)`` and ``(..., K, N)``. LAPACK's ``gesdd`` on CPU,
+    else one-sided Jacobi in HLO.
     Derivatives need ``full_matrices=False`` unless ``M == N`` (module docstring).
 
     >>> import numpy as np, hlodsl as hd
@@ -315,6 +331,9 @@ def _qr_primal(a: Array, complete: bool) -> QRResult:
     if a.size == 0:
         q = identity(m, a.dtype, batch) if complete else filled(0, a.dtype, batch + (m, k))
         return QRResult(q, filled(0, a.dtype, batch + (q_cols, n)))
+    if not lapack.available():
+        info = _failed(filled(0, int32, batch), a)
+        return QRResult(*(lapack.nan_where_failed(info, r) for r in householder_qr(a, complete)))
     raw, tau = lapack.geqrf(lapack.to_kernel(a))
     r = _upper(lapack.from_kernel(raw))
     if q_cols < m:
@@ -366,7 +385,8 @@ def qr(x: Array, mode: str = "reduced"):
     ``x``: ``(..., M, N)``, ``K = min(M, N)``; ``mode='reduced'``: ``Q``
     ``(..., M, K)``, ``R`` ``(..., K, N)``; ``'complete'``: ``(..., M, M)`` and
     ``(..., M, N)``. Householder QR (LAPACK's ``geqrf``, ``orgqr``/``ungqr``)
-    on CPU; the signs of ``R``'s diagonal are LAPACK's (as numpy's).
+    on CPU, else the same reflectors in HLO; the signs of ``R``'s diagonal are
+    LAPACK's (as numpy's) on both.
 
     >>> import numpy as np, hlodsl as hd
     >>> q, r = qr(hd.array(np.float64([[3, 1], [4, 2]])))

@@ -21,8 +21,10 @@ these kernels fill the affected matrices' results with NaN, as jax does
 (``nan_where_failed``); a singular matrix is not a failure of ``getrf``.
 
 These targets exist only on the CPU backend: ``available()`` says whether
-the runtime's platform has them (jaxlib's cuSOLVER targets on GPU are not
-used; other backends get the HLO fallbacks of the callers).
+the runtime's platform has them and ``hlodsl.config.linalg_kernels`` allows
+them (jaxlib's cuSOLVER targets on GPU are not used; other backends, and
+``linalg_kernels = "hlo"``, get the HLO fallbacks of the callers:
+``lu_loop.py``, ``jacobi.py``, ``householder.py``).
 
 >>> import numpy as np, hlodsl as hd
 >>> a = hd.array(np.float64([[4, 3], [6, 3]]))
@@ -43,6 +45,7 @@ from hlodsl.array import Array
 from hlodsl.dtypes import complex64, complex128, float32, float64, int32
 from hlodsl.op import frozen
 from hlodsl.rules import batch_rule
+from hlodsl.settings import LINALG_KERNELS, config
 from hlodsl.types import ArrayType, TupleType
 
 from .manipulation import fail
@@ -56,11 +59,32 @@ _REAL = {complex64: float32, complex128: float64}
 
 
 def available() -> bool:
-    """Whether the runtime's backend runs jaxlib's LAPACK targets: its CPU backend does.
+    """Whether ``xp.linalg`` stages LAPACK calls (else its HLO loops), by ``config.linalg_kernels``.
 
-    (``hlodsl.runtime`` binds them, the one module that talks to jaxlib.)
+    ``"auto"``: where the runtime's backend runs jaxlib's LAPACK targets (its
+    CPU backend does; ``hlodsl.runtime`` binds them, the one module that talks
+    to jaxlib); ``"hlo"``: never; ``"lapack"``: always, and a
+    ``NotImplementedError`` on a backend without them. Every caller asks while
+    staging, so the setting applies to what is staged after it changes.
+
+    >>> import hlodsl as hd
+    >>> hd.config.linalg_kernels = "hlo"
+    >>> available()
+    False
+    >>> hd.config.linalg_kernels = "auto"
     """
-    return runtime.platform() == "cpu"
+    kernels = config.linalg_kernels
+    if kernels not in LINALG_KERNELS:  # set around Config's check (object.__setattr__)
+        raise fail(ValueError, f"hlodsl.config.linalg_kernels: must be one of "
+                               f"{', '.join(map(repr, LINALG_KERNELS))}, got {kernels!r}")
+    if kernels == "hlo":
+        return False
+    on_cpu = runtime.platform() == "cpu"
+    if kernels == "lapack" and not on_cpu:
+        raise fail(NotImplementedError, "hlodsl.config.linalg_kernels = 'lapack', but jaxlib's "
+                                        "LAPACK kernels exist only on the CPU backend and this is "
+                                        f"{runtime.platform()!r}; use 'auto' or 'hlo'")
+    return on_cpu
 
 
 @frozen
