@@ -56,7 +56,6 @@ UNCOVERED = {
     "recv-done": "host/device channels: out of scope",
     "rng-get-and-update-state": "internal state of the rng expander pass",
     "ragged-all-to-all": "ragged (dynamic-size) collective: hlodsl shapes are static",
-    "ragged-dot": "ragged (dynamic-size) matmul: hlodsl shapes are static",
     "scaled-dot": "block-scaled low-precision dot, GPU-only microscaling formats",
     "scan": "new in XLA, not yet in the StableHLO path used here; While expresses loops",
     "stochastic-convert": "XLA:CPU rejects it ('Unsupported stochastic convert: from F32 "

@@ -541,6 +541,17 @@ case("ops", "Dot-contracting-and-batch-overlap",
      lambda: ops.Dot(lhs_contracting=(0,), rhs_contracting=(0,), lhs_batch=(0,), rhs_batch=(0,)),
      VE, w("Dot"), r"lhs_batch|lhs_contracting", r"overlap|both|disjoint|distinct|repeat", op="Dot")
 
+case("ops", "RaggedDot-two-ragged-dims",
+     lambda: ops.RaggedDot((1,), (1,), lhs_ragged_dims=(0, 1), rhs_group_dims=(0,)), VE,
+     w("RaggedDot"), w("lhs_ragged_dims"), r"exactly one", op="RaggedDot")
+case("ops", "RaggedDot-group-sizes-float",
+     lambda: ops.RaggedDot((1,), (0,), lhs_ragged_dims=(1,))(F33, F33, F3), SE,
+     w("RaggedDot"), T("f32", 3), r"group_sizes must be integers", op="RaggedDot")
+case("ops", "RaggedDot-group-count-differs",
+     lambda: ops.RaggedDot((1,), (1,), lhs_ragged_dims=(0,), rhs_group_dims=(0,))(
+         F32m, _a(np.zeros((2, 2, 4)), np.float32), I3), SE,
+     w("RaggedDot"), T("f32", 2, 2, 4), r"size 2, group_sizes has 3 groups", op="RaggedDot")
+
 case("ops", "DynamicSlice-negative-size", lambda: ops.DynamicSlice((-1,)), VE,
      w("DynamicSlice"), w("slice_sizes"), NONNEG, op="DynamicSlice")
 case("ops", "DynamicSlice-float-size", lambda: ops.DynamicSlice((1.5,)), TE,

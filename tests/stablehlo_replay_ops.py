@@ -44,7 +44,7 @@ UNSUPPORTED_OPS = {
     "stablehlo.infeed": "host streaming (infeed)", "stablehlo.outfeed": "host streaming",
     "stablehlo.send": "host/device channels", "stablehlo.recv": "host/device channels",
     "stablehlo.uniform_quantize": "quantized types", "stablehlo.uniform_dequantize": "quantized",
-    "chlo.ragged_dot": "ragged (dynamic-size) dot", "chlo.scan": "chlo.scan",
+    "chlo.scan": "chlo.scan",
 }
 
 
@@ -166,6 +166,17 @@ def _plain(cls):
 for _name, _cls in _PLAIN.items():
     HANDLERS[f"stablehlo.{_name}"] = _plain(_cls)
 HANDLERS["chlo.mulhi"] = lambda op, args, env, ctx: ops.MulHi()(*args)
+
+
+@_handler("chlo.ragged_dot")
+def _ragged_dot(op, args, env, ctx):
+    dims = _struct(op.attrs["ragged_dot_dimension_numbers"])
+    get = lambda k: int_list(dims.get(k, "[]"))
+    out, in_dtype = _out(op)[1], tensor_type(op.in_types[0])[1]
+    return ops.RaggedDot(get("lhs_contracting_dimensions"), get("rhs_contracting_dimensions"),
+                         get("lhs_batching_dimensions"), get("rhs_batching_dimensions"),
+                         get("lhs_ragged_dimensions"), get("rhs_group_dimensions"),
+                         preferred_element_type=None if out == in_dtype else out)(*args)
 
 
 @_handler("check.expect_eq_const", "check.expect_almost_eq_const")
