@@ -16,6 +16,9 @@ from .dtypes import (  # noqa: F401  (narrow storage types: a subset of ops runs
     float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
     float8_e5m2fnuz, float8_e8m0fnu, int2, int4, uint2, uint4,
 )
+from .dtypes import (  # noqa: F401  (sub-byte floats: see dtypes.py for what XLA:CPU runs)
+    float4_e2m1fn, float6_e2m3fn, float6_e3m2fn,
+)
 from .settings import config  # noqa: F401
 from .errors import (  # noqa: F401
     HloDslError, MemoryLimitError, RecompileWarning, ShapeError, StagingError, XlaCompileError,

@@ -28,8 +28,8 @@ import numpy as np
 from plum import CovariantMeta, parametric
 
 from .devices import Device, DevicePlacement, Shard, default_device
-from .dtypes import ElementType, element_type
-from .errors import staging_error
+from .dtypes import ElementType, device_refusal, element_type
+from .errors import ShapeError, staging_error
 from .host_values import HostConversion
 from .types import ArrayType
 
@@ -318,6 +318,9 @@ def array(x, dtype=None) -> Array:
     np_dtype = None if dtype is None else element_type(dtype, caller="array").np_dtype
     host = _to_host(x, np_dtype)
     t = ArrayType(element_type(host.dtype, caller="array"), host.shape)
+    why = device_refusal(t)
+    if why is not None:  # before the transfer, which fails (or XLA, which aborts)
+        raise ShapeError(f"array: cannot make an array of {t}: {why}")
     # Arrays are immutable values: data that someone else can still write (a numpy
     # array, a buffer, a torch tensor) is copied; numpy's own conversion of Python
     # values (and any dtype conversion) already made a private array.

@@ -34,10 +34,15 @@ __all__ = [
     "UnsignedInteger",
     "all_element_types",
     "bfloat16",
+    "bit_width",
     "bool_",
     "complex64",
     "complex128",
+    "device_refusal",
     "element_type",
+    "float4_e2m1fn",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
     "float8_e3m4",
     "float8_e4m3",
     "float8_e4m3b11fnuz",
@@ -246,23 +251,82 @@ float8_e3m4 = _leaf("float8_e3m4", Floating, ml_dtypes.float8_e3m4, "f8e3m4", Tr
 float8_e4m3 = _leaf("float8_e4m3", Floating, ml_dtypes.float8_e4m3, "f8e4m3", True)
 float8_e8m0fnu = _leaf("float8_e8m0fnu", ElementType, ml_dtypes.float8_e8m0fnu, "f8e8m0fnu",
                        True)
+# The sub-byte floats of the OCP MX formats. XLA:CPU runs float4_e2m1fn as it runs
+# int4 (measured in tests/test_dtypes_f4_f6.py: convert, arithmetic, compare, dot,
+# data movement), but converts its +-6 to an integer type's extremes (ops.Convert
+# refuses float4 to integers), and this jaxlib has no float6 at all: its PJRT binding has no F6
+# buffer type (transfer fails), an f6 constant aborts the process in XLA's literal
+# code, and an f6 convert fails to lower to LLVM. The float6 types are therefore
+# host-only: hlodsl names, parses and prints them, and refuses to put them on a
+# device (``device_refusal``), before XLA can abort.
+float4_e2m1fn = _leaf("float4_e2m1fn", Floating, ml_dtypes.float4_e2m1fn, "f4e2m1fn", True)
+float6_e2m3fn = _leaf("float6_e2m3fn", Floating, ml_dtypes.float6_e2m3fn, "f6e2m3fn", True)
+float6_e3m2fn = _leaf("float6_e3m2fn", Floating, ml_dtypes.float6_e3m2fn, "f6e3m2fn", True)
+
+
+_HOST_ONLY = {
+    float6_e2m3fn: "this jaxlib's XLA has no f6 buffers, an f6 constant aborts the process "
+                   "and an f6 convert does not compile on CPU",
+    float6_e3m2fn: "this jaxlib's XLA has no f6 buffers, an f6 constant aborts the process "
+                   "and an f6 convert does not compile on CPU",
+}
+
+
+def device_refusal(t) -> str | None:
+    """Why arrays of element type ``t`` cannot live on the device here, or None if they can.
+
+    ``t`` may be an element type or an ``ArrayType``/``TupleType`` (every
+    element type in it is asked). Ops and ``hlodsl.array`` refuse such types
+    with this reason instead of handing XLA a module that aborts the process.
+
+    >>> device_refusal(float4_e2m1fn) is None, device_refusal(float6_e2m3fn)[:45]
+    (True, 'element type float6_e2m3fn is host-only here:')
+    """
+    elements = getattr(t, "elements", None)
+    if elements is not None:  # a tuple type: the first element refused, if any
+        return next((r for r in map(device_refusal, elements) if r is not None), None)
+    # An element type's own ``.dtype`` is its numpy dtype: only an array type's is ours.
+    dtype = t if isinstance(t, _ElementTypeMeta) else getattr(t, "dtype", None)
+    if not isinstance(dtype, _ElementTypeMeta) or dtype not in _HOST_ONLY:
+        return None
+    return f"element type {dtype.__name__} is host-only here: {_HOST_ONLY[dtype]}"
+
+
+def bit_width(t: type[ElementType]) -> int:
+    """Bits per element as XLA counts them (4 for int4 and float4, 6 for the float6 types).
+
+    >>> bit_width(float32), bit_width(int4), bit_width(float6_e3m2fn), bit_width(pred)
+    (32, 4, 6, 8)
+    """
+    if t.np_dtype.kind == "V":  # ml_dtypes: bfloat16, the narrow ints and floats
+        info = ml_dtypes.iinfo if _is_int(t.np_dtype) else ml_dtypes.finfo
+        return info(t.np_dtype).bits
+    return 8 * t.np_dtype.itemsize
+
+
+def _is_int(dtype: np.dtype) -> bool:
+    try:
+        ml_dtypes.iinfo(dtype)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def all_element_types(narrow: bool = False) -> tuple[type[ElementType], ...]:
     """Every concrete element type, in a fixed order.
 
-    The narrow storage types (``int2``/``int4``/``uint2``/``uint4`` and the
-    float8 family) come only with ``narrow=True``: XLA runs a subset of ops
+    The narrow storage types (``int2``/``int4``/``uint2``/``uint4``, the
+    float8 family, ``float4_e2m1fn`` and the float6 types) come only with ``narrow=True``: XLA runs a subset of ops
     on them, so they are not in the set every op is tested on.
 
     >>> len(all_element_types()), len(all_element_types(narrow=True))
-    (15, 27)
+    (15, 30)
     """
     return tuple(_BY_HLO.values()) + (narrow_element_types() if narrow else ())
 
 
 def narrow_element_types() -> tuple[type[ElementType], ...]:
-    """The 2- and 4-bit integers and the float8 types, in a fixed order.
+    """The 2- and 4-bit integers, the float8, float4 and float6 types, in a fixed order.
 
     >>> int4.hlo, float8_e4m3fn.hlo, issubclass(float8_e5m2, Floating)
     ('s4', 'f8e4m3fn', True)

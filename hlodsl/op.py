@@ -30,9 +30,10 @@ from .errors import internal_classes, require, staging_error, user_location
 from .cache import BoundedCache
 from .settings import config
 from .context import STATE
+from .dtypes import device_refusal
 from .graph import Builder
 from .tree import static_key
-from .types import ArrayType, TokenType
+from .types import ArrayType, TokenType, TupleType
 
 __all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "observed_call"]
 
@@ -223,6 +224,10 @@ class HloOp:
         types = tuple(a.type for a in args)
         check_arity(self, types)
         rtype = self.result_type(*types)
+        # NOTE: a type XLA aborts on (float6 here) never reaches it: refused at the op.
+        why = device_refusal(rtype) or next(filter(None, map(device_refusal, types)), None)
+        if why is not None:
+            require(False, self, types, why)
         node = builder.add(self, tuple(builder.node_of(a) for a in args), rtype, user_location())
         return wrap_node(builder, node)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Bool, ComplexFloating, ElementType
+from hlodsl.dtypes import Bool, ComplexFloating, ElementType, bit_width
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
@@ -45,6 +45,13 @@ class BitcastConvert(HloOp, opcode="bitcast-convert"):
             self, (x,), f"XLA cannot bitcast {x.dtype.__name__} to "
             f"{self.new_dtype.__name__}: a complex type converts only to itself (bitcast "
             "ops.Real and ops.Imag of a complex array instead)")
+        # NOTE: numpy keeps a sub-byte element in a byte, XLA counts its bits (an f4
+        # pair is one u8): a change of width there is left out, not guessed at.
+        bits = bit_width(x.dtype), bit_width(self.new_dtype)
+        require(bits[0] == bits[1] or min(bits) >= 8, self, (x,),
+                f"bitcast of {x.dtype.__name__} ({bits[0]} bits) to {self.new_dtype.__name__} "
+                f"({bits[1]} bits) is not supported: sub-byte types bitcast only to types of "
+                "their own width (int4/uint4/float4_e2m1fn among themselves)")
         src, dst = x.dtype.np_dtype.itemsize, self.new_dtype.np_dtype.itemsize
         if src == dst:
             return ArrayType(self.new_dtype, x.shape)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ComplexFloating, ElementType, element_type, pred
+from hlodsl.dtypes import ComplexFloating, ElementType, Integer, element_type, float4_e2m1fn, pred
 from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 
@@ -44,6 +44,11 @@ class Convert(HloOp, opcode="convert"):
                 f"converting complex to {self.new_dtype.__name__} would drop the imaginary "
                 "part (StableHLO leaves it undefined): take ops.Real (xp.real) first"
                 + (", or compare with 0" if self.new_dtype is pred else ""))
+        # Measured on XLA:CPU: float4's largest value (+-6) becomes the integer type's
+        # extreme (6 -> 2147483647 in s32), as if it were an infinity.
+        require(x.dtype is not float4_e2m1fn or not issubclass(self.new_dtype, Integer),
+                self, (x,), f"XLA:CPU converts float4_e2m1fn's +-6 to {self.new_dtype.__name__}"
+                "'s extremes (wrong values); convert to float32 first")
         return x.with_dtype(self.new_dtype)
 
     def reference(self, x):

@@ -53,9 +53,9 @@ def _algorithm(x):
 
 # Element types XLA:CPU refuses in a dot ("UNIMPLEMENTED: unsupported operand type S2"),
 # and those it takes only without a preferred_element_type (s4/u4 to anything wider fails
-# its HLO verifier: "custom element sizes on non-sub-byte types").
+# its HLO verifier: "custom element sizes on non-sub-byte types"; so does f4).
 _NO_DOT = ("int2", "uint2")
-_NO_WIDENING_DOT = ("int4", "uint4")
+_NO_WIDENING_DOT = ("int4", "uint4", "float4_e2m1fn")
 
 
 @frozen
@@ -103,7 +103,8 @@ class Dot(HloOp, opcode="dot"):
         require(lhs.dtype.__name__ not in _NO_WIDENING_DOT or self.preferred_element_type
                 in (None, lhs.dtype), self, ops,
                 f"XLA:CPU has no dot of {lhs.dtype.__name__} to another element type (its HLO "
-                "verifier fails); convert the operands to int8 first")
+                "verifier fails); convert the operands to "
+                f"{'float16' if issubclass(lhs.dtype, Floating) else 'int8'} first")
         require(self.algorithm is None or issubclass(lhs.dtype, Floating), self, ops,
                 f"algorithm={self.algorithm} needs floating-point operands")
         for name, t, axes in (("lhs", lhs, self.lhs_contracting + self.lhs_batch),

@@ -41,6 +41,7 @@ ELEMENT_TYPES = {
     "f8E4M3FNUZ": hd.float8_e4m3fnuz, "f8E5M2FNUZ": hd.float8_e5m2fnuz,
     "f8E4M3B11FNUZ": hd.float8_e4m3b11fnuz, "f8E3M4": hd.float8_e3m4,
     "f8E4M3": hd.float8_e4m3, "f8E8M0FNU": hd.float8_e8m0fnu,
+    "f4E2M1FN": hd.float4_e2m1fn, "f6E2M3FN": hd.float6_e2m3fn, "f6E3M2FN": hd.float6_e3m2fn,
 }
 
 
