@@ -203,3 +203,24 @@ def test_eager_and_compiled_loops_agree(n):
     eager_out = _loop(body, n=n)
     compiled = np.asarray(hd.compile(lambda x: hd.fori_loop(0, n, body, x))(x0))
     np.testing.assert_allclose(eager_out, compiled, rtol=1e-6)
+
+
+def test_eager_vmap_is_not_staged_again_and_sees_a_changed_global(monkeypatch):
+    global SCALE
+    count = _stagings(monkeypatch)
+
+    def f(x):
+        return xp.sum(x) * SCALE
+
+    batched = hd.vmap(f)
+    xs = hd.array(np.float32([[1, 2], [3, 4]]))
+    SCALE = 2.0
+    try:
+        np.testing.assert_array_equal(np.asarray(batched(xs)), np.float32([6, 14]))
+        np.testing.assert_array_equal(np.asarray(batched(xs)), np.float32([6, 14]))
+        assert count[0] == 1
+        SCALE = 3.0
+        np.testing.assert_array_equal(np.asarray(batched(xs)), np.float32([9, 21]))
+        assert count[0] == 2
+    finally:
+        SCALE = 2.0

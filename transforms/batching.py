@@ -89,12 +89,18 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
     @functools.wraps(f)
     def vmapped(*args, **kwargs):
         if eager():  # outside staging and derivatives: the batched program as one module
-            return run_eagerly(_vmap_call, "vmap", _Fn(f), _Spec(in_axes), _Spec(out_axes),
+            # f itself goes to run_eagerly, which keys its staged program by f's
+            # fingerprint: a warm call with unchanged f skips staging.
+            return run_eagerly(_vmap_eager, "vmap", f, _Spec(in_axes), _Spec(out_axes),
                                axis_size, args, kwargs)
         return _vmap_call(_Fn(f), _Spec(in_axes), _Spec(out_axes), axis_size, args, kwargs)
 
     vmapped.__wrapped__ = f
     return vmapped
+
+
+def _vmap_eager(f, in_axes, out_axes, axis_size, args, kwargs):
+    return _vmap_call(_Fn(f), in_axes, out_axes, axis_size, args, kwargs)
 
 
 @attrs.frozen
