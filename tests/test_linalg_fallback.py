@@ -279,53 +279,9 @@ def test_empty_matrices(shape):
 RNG = np.random.default_rng(11)
 
 
-def _check_grad(f, jf, *args):
-    got = hd.grad(f)(*map(hd.array, args))
-    want = jax.grad(jf)(*args)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-7, atol=1e-9)
-
-
-def _loss(x, w):
-    if isinstance(x, hd.Array):
-        return xp.sum(xp.real(x * hd.array(w)))
-    return jnp.sum(jnp.real(x * w))
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
-def test_eigh_derivatives(dtype):
-    a = _random(RNG, (2, 5, 5), dtype)
-    c = RNG.standard_normal(5)
-    w = _random(RNG, (2, 5, 5), dtype)
-
-    def vectors(x, lib):  # V diag(c) V^H: independent of each eigenvector's phase
-        v = (la.eigh if lib is xp else jnp.linalg.eigh)(x)[1]
-        vh = lib.conj(lib.matrix_transpose(v)) if lib is xp else jnp.conj(jnp.swapaxes(v, -1, -2))
-        return _loss(lib.matmul(v * c, vh), w)
-
-    _check_grad(lambda x: xp.sum(la.eigvalsh(x) * c),
-                lambda x: jnp.sum(jnp.linalg.eigvalsh(x) * c), a)
-    _check_grad(lambda x: vectors(x, xp), lambda x: vectors(x, jnp), a)
-
-
-@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
-@pytest.mark.parametrize("shape", [(2, 5, 3), (3, 3), (2, 3, 5)])
-def test_svd_and_qr_derivatives(dtype, shape):
-    a = _random(RNG, shape, dtype)
-    k = min(shape[-2:])
-    c = RNG.standard_normal(k)
-    w = _random(RNG, shape, dtype)
-
-    def usv(x, lib):  # U diag(c) Vh and S: independent of the singular vectors' phases
-        u, s, vh = (la.svd if lib is xp else jnp.linalg.svd)(x, full_matrices=False)
-        return _loss(lib.matmul(u * c, vh), w) + lib.sum(s * c)
-
-    _check_grad(lambda x: usv(x, xp), lambda x: usv(x, jnp), a)
-    _check_grad(lambda x: xp.sum(la.svdvals(x) * c),
-                lambda x: jnp.sum(jnp.linalg.svd(x, compute_uv=False) * c), a)
-    if shape[-2] >= shape[-1]:
-        wr = _random(RNG, shape[:-2] + (k, shape[-1]), dtype)
-        _check_grad(lambda x: _loss(la.qr(x).Q, w) + _loss(la.qr(x).R, wr),
-                    lambda x: _loss(jnp.linalg.qr(x)[0], w) + _loss(jnp.linalg.qr(x)[1], wr), a)
+# The derivative tests of the LAPACK path run here too, under this module's "hlo" fixture:
+# decompositions.py's rules applied to the fallback's outputs, against jax.grad.
+from test_linalg_lapack import test_eigh_derivatives, test_svd_and_qr_derivatives  # noqa: E402,F401
 
 
 def test_forward_mode_and_staged_gradients():
