@@ -58,6 +58,16 @@ _NO_DOT = ("int2", "uint2")
 _NO_WIDENING_DOT = ("int4", "uint4", "float4_e2m1fn")
 
 
+def check_paired_dims(op) -> None:
+    """``ValueError`` unless ``op``'s lhs and rhs name as many contracting and as many batch
+    dimensions, and the lhs ones are distinct (Dot's and RaggedDot's fields)."""
+    if len(op.lhs_contracting) != len(op.rhs_contracting):
+        raise ValueError(f"{op!r}: lhs and rhs need as many contracting dimensions")
+    if len(op.lhs_batch) != len(op.rhs_batch):
+        raise ValueError(f"{op!r}: lhs and rhs need as many batch dimensions")
+    check_dims(op, "lhs dimensions", op.lhs_contracting + op.lhs_batch)
+
+
 @frozen
 class Dot(HloOp, opcode="dot"):
     """Contract lhs and rhs over the contracting dims, batched over the batch dims.
@@ -83,11 +93,7 @@ class Dot(HloOp, opcode="dot"):
     algorithm: str | None = attrs.field(converter=_algorithm, default=None)
 
     def __attrs_post_init__(self):
-        if len(self.lhs_contracting) != len(self.rhs_contracting):
-            raise ValueError(f"{self!r}: lhs and rhs need as many contracting dimensions")
-        if len(self.lhs_batch) != len(self.rhs_batch):
-            raise ValueError(f"{self!r}: lhs and rhs need as many batch dimensions")
-        check_dims(self, "lhs dimensions", self.lhs_contracting + self.lhs_batch)
+        check_paired_dims(self)
         check_dims(self, "rhs dimensions", self.rhs_contracting + self.rhs_batch)
 
     def _free(self, t: ArrayType, used) -> tuple[int, ...]:

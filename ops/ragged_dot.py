@@ -50,7 +50,7 @@ from .binary import And, Subtract
 from .broadcast import Broadcast
 from .compare import Compare, Select
 from .convert import Convert
-from .dot import Dot, _algorithm, _optional_dtype
+from .dot import Dot, _algorithm, _optional_dtype, check_paired_dims
 from .iota import Iota
 from .reduce_window import ReduceWindow
 from .reshape import Transpose
@@ -83,13 +83,9 @@ class RaggedDot(Composite, opcode="ragged-dot"):
     algorithm: str | None = attrs.field(converter=_algorithm, default=None)
 
     def __attrs_post_init__(self):
-        if len(self.lhs_contracting) != len(self.rhs_contracting):
-            raise ValueError(f"{self!r}: lhs and rhs need as many contracting dimensions")
-        if len(self.lhs_batch) != len(self.rhs_batch):
-            raise ValueError(f"{self!r}: lhs and rhs need as many batch dimensions")
+        check_paired_dims(self)
         if len(self.lhs_ragged_dims) != 1:  # spec: exactly one lhs ragged dimension
             raise ValueError(f"{self!r}: lhs_ragged_dims must hold exactly one dimension")
-        check_dims(self, "lhs dimensions", self.lhs_contracting + self.lhs_batch)
         check_dims(self, "lhs_ragged_dims", self.lhs_ragged_dims)
         # spec: rhs group dims distinct from the rhs batch and contracting dims
         check_dims(self, "rhs dimensions",
