@@ -299,12 +299,13 @@ def bit_width(t: type[ElementType]) -> int:
     (32, 4, 6, 8)
     """
     if t.np_dtype.kind == "V":  # ml_dtypes: bfloat16, the narrow ints and floats
-        info = ml_dtypes.iinfo if _is_int(t.np_dtype) else ml_dtypes.finfo
+        info = ml_dtypes.iinfo if _is_ml_integer(t.np_dtype) else ml_dtypes.finfo
         return info(t.np_dtype).bits
     return 8 * t.np_dtype.itemsize
 
 
-def _is_int(dtype: np.dtype) -> bool:
+def _is_ml_integer(dtype: np.dtype) -> bool:
+    """Whether an ml_dtypes type is an integer one (int2, int4, uint2, uint4)."""
     try:
         ml_dtypes.iinfo(dtype)
     except (TypeError, ValueError):

@@ -1,6 +1,6 @@
 """HLO text literals: how a numpy array is spelled in a ``constant(...)``.
 
->>> import numpy as np
+>>> import ml_dtypes, numpy as np
 >>> literal_text(np.array([[1, 2], [3, 4]], np.int32))
 '{ {1, 2}, {3, 4} }'
 >>> literal_text(np.array([np.inf, 0.5], np.float32))
@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
+
+from .dtypes import _is_ml_integer
 
 __all__ = ["literal_text"]
 
@@ -37,15 +38,6 @@ def _scalar(v, kind: str) -> str:
     if kind == "c":
         return f"({_real(float(v.real))}, {_real(float(v.imag))})"
     return _real(float(v))
-
-
-def _is_ml_integer(dtype: np.dtype) -> bool:
-    """Whether an ml_dtypes type is an integer one (int2, int4, uint2, uint4)."""
-    try:
-        ml_dtypes.iinfo(dtype)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def literal_text(value: np.ndarray) -> str:
