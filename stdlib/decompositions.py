@@ -50,7 +50,7 @@ from hlodsl.errors import ShapeError
 
 from . import lapack, reductions, statistics
 from .elementwise import divide, greater, isfinite, multiply
-from .elementwise_more import conj
+from .elementwise_more import _real, conj
 from .factorizations import (
     _factorable, _real_dtype, _split_columns, check_square, linear_rules, solve_triangular,
 )
@@ -103,10 +103,6 @@ def _hermitian_part(x: Array) -> Array:
 
 def _eye_like(x: Array) -> Array:
     return identity(x.shape[-1], x.dtype, x.shape[:-2])
-
-
-def _real(x: Array) -> Array:
-    return ops.Real()(x) if issubclass(x.dtype, ComplexFloating) else x
 
 
 def _columns(v: Array, shape) -> Array:

@@ -26,15 +26,11 @@ from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dtypes import ComplexFloating, int32
 
-from .elementwise_more import conj
+from .elementwise_more import _real, conj
 from .matrices import filled, magnitude, spread, sum_exact
 from .promotion import lift
 
 __all__ = ["householder_qr", "upper"]
-
-
-def _real(x: Array) -> Array:
-    return ops.Real()(x) if issubclass(x.dtype, ComplexFloating) else x
 
 
 def _column(a: Array, k: Array) -> Array:
