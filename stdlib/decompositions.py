@@ -54,10 +54,10 @@ from .elementwise_more import _real, conj
 from .factorizations import (
     _factorable, _real_dtype, _split_columns, check_square, linear_rules, solve_triangular,
 )
-from .householder import householder_qr
+from .householder import householder_qr, upper
 from .jacobi import jacobi_eigh, jacobi_svd
 from .manipulation import fail, where
-from .matrices import filled, identity, main_diagonal, mm, mt, spread
+from .matrices import adjoint, filled, identity, main_diagonal, mm, spread
 from .promotion import lift
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "matrix_rank",
@@ -93,12 +93,8 @@ def _failed(info: Array, a: Array) -> Array:
     return ops.Select()(bad, filled(-1, int32, info.shape), info)
 
 
-def _adjoint(x: Array) -> Array:
-    return conj(mt(x))
-
-
 def _hermitian_part(x: Array) -> Array:
-    return ops.Multiply()(ops.Add()(x, _adjoint(x)), filled(0.5, x.dtype, x.shape))
+    return ops.Multiply()(ops.Add()(x, adjoint(x)), filled(0.5, x.dtype, x.shape))
 
 
 def _eye_like(x: Array) -> Array:
@@ -130,7 +126,7 @@ def _eigh_primal(a: Array) -> EighResult:
 
 def _eigh_tangent(args, out, _, tangents) -> EighResult:
     w, v = out
-    vdv = mm(mm(_adjoint(v), _hermitian_part(tangents[0])), v)
+    vdv = mm(mm(adjoint(v), _hermitian_part(tangents[0])), v)
     eye = identity(vdv.shape[-1], w.dtype, vdv.shape[:-2])
     gaps = ops.Add()(eye, ops.Subtract()(_columns(w, vdv.shape), _rows(w, vdv.shape)))
     f = ops.Subtract()(ops.Divide()(filled(1, w.dtype, gaps.shape), gaps), eye)  # 1/(w_j - w_i)
@@ -146,7 +142,7 @@ def _eigvalsh_primal(a: Array) -> Array:
 
 
 def _eigvalsh_tangent(args, w, v, tangents) -> Array:
-    return _real(main_diagonal(mm(mm(_adjoint(v), _hermitian_part(tangents[0])), v)))
+    return _real(main_diagonal(mm(mm(adjoint(v), _hermitian_part(tangents[0])), v)))
 
 
 _eigh_rules = linear_rules(_eigh_primal, lambda args, out: None, _eigh_tangent)
@@ -220,7 +216,7 @@ def _svd_tangent(args, out, _, tangents) -> SVDResult:
         raise fail(NotImplementedError, f"xp.linalg.svd: derivatives need full_matrices=False "
                                         f"for a non-square matrix (shape {da.shape}): the "
                                         "extra columns of U or rows of Vh are not unique")
-    v, ut = _adjoint(vh), _adjoint(u)
+    v, ut = adjoint(vh), adjoint(u)
     ds_mat = mm(mm(ut, da), v)  # (..., K, K)
     kk, c = ds_mat.shape, ds_mat.dtype
     ds = _real(main_diagonal(ds_mat))
@@ -233,19 +229,19 @@ def _svd_tangent(args, out, _, tangents) -> SVDResult:
     zero = lift(ops.Compare("EQ")(s, filled(0, s.dtype, s.shape)), s.dtype)
     s_inv = ops.Subtract()(ops.Divide()(filled(1, s.dtype, s.shape), ops.Add()(s, zero)), zero)
     diag_inv = ops.Multiply()(eye, _columns(s_inv, kk))
-    half = ops.Multiply()(filled(0.5, c, kk), ops.Subtract()(ds_mat, _adjoint(ds_mat)))
-    du = mm(u, ops.Add()(ops.Multiply()(f, ops.Add()(dss, _adjoint(dss))),
+    half = ops.Multiply()(filled(0.5, c, kk), ops.Subtract()(ds_mat, adjoint(ds_mat)))
+    du = mm(u, ops.Add()(ops.Multiply()(f, ops.Add()(dss, adjoint(dss))),
                          ops.Multiply()(half, lift(diag_inv, c))))
-    dv = mm(v, ops.Multiply()(f, ops.Add()(sds, _adjoint(sds))))
+    dv = mm(v, ops.Multiply()(f, ops.Add()(sds, adjoint(sds))))
     if m > n:
         dav = mm(da, v)
         du = ops.Add()(du, ops.Divide()(ops.Subtract()(dav, mm(u, mm(ut, dav))),
                                         lift(_columns(s, dav.shape), c)))
     if n > m:
-        dahu = mm(_adjoint(da), u)
+        dahu = mm(adjoint(da), u)
         dv = ops.Add()(dv, ops.Divide()(ops.Subtract()(dahu, mm(v, mm(vh, dahu))),
                                         lift(_columns(s, dahu.shape), c)))
-    return SVDResult(du, ds, _adjoint(dv))
+    return SVDResult(du, ds, adjoint(dv))
 
 
 def _svdvals_primal(a: Array) -> Array:
@@ -260,7 +256,7 @@ def _svdvals_primal(a: Array) -> Array:
 
 def _svdvals_tangent(args, s, factors, tangents) -> Array:
     u, vh = factors
-    return _real(main_diagonal(mm(mm(_adjoint(u), tangents[0]), _adjoint(vh))))
+    return _real(main_diagonal(mm(mm(adjoint(u), tangents[0]), adjoint(vh))))
 
 
 @functools.cache
@@ -314,12 +310,6 @@ def _strict_lower(x: Array) -> Array:
     return ops.Select()(ops.Compare("GT")(rows, cols), x, filled(0, x.dtype, x.shape))
 
 
-def _upper(x: Array) -> Array:
-    n = x.ndim
-    rows, cols = ops.Iota(int32, x.shape, n - 2)(), ops.Iota(int32, x.shape, n - 1)()
-    return ops.Select()(ops.Compare("LE")(rows, cols), x, filled(0, x.dtype, x.shape))
-
-
 def _qr_primal(a: Array, complete: bool) -> QRResult:
     batch, (m, n) = a.shape[:-2], a.shape[-2:]
     k, nb = min(m, n), len(batch)
@@ -331,7 +321,7 @@ def _qr_primal(a: Array, complete: bool) -> QRResult:
         info = _failed(filled(0, int32, batch), a)
         return QRResult(*(lapack.nan_where_failed(info, r) for r in householder_qr(a, complete)))
     raw, tau = lapack.geqrf(lapack.to_kernel(a))
-    r = _upper(lapack.from_kernel(raw))
+    r = upper(lapack.from_kernel(raw))
     if q_cols < m:
         r = ops.Slice((0,) * (nb + 2), batch + (q_cols, n))(r)
     # orgqr expands the reflectors held in the first q_cols columns (column-major:
@@ -358,9 +348,9 @@ def _qr_tangent(args, out, _, tangents) -> QRResult:
                                         f"M >= N (or a square matrix), got shape {dx.shape} "
                                         f"and Q of shape {q.shape}")
     dx_rinv = solve_triangular(r, dx, lower=False, left=False)  # dx @ r^-1
-    qt_dx_rinv = mm(_adjoint(q), dx_rinv)
+    qt_dx_rinv = mm(adjoint(q), dx_rinv)
     low = _strict_lower(qt_dx_rinv)
-    do = ops.Subtract()(low, _adjoint(low))  # skew-Hermitian
+    do = ops.Subtract()(low, adjoint(low))  # skew-Hermitian
     if issubclass(dx.dtype, ComplexFloating):  # the imaginary part of the diagonal
         im = ops.Subtract()(qt_dx_rinv, lift(ops.Real()(qt_dx_rinv), dx.dtype))
         do = ops.Add()(do, ops.Multiply()(_eye_like(im), im))
@@ -449,8 +439,8 @@ def pinv(x: Array, rtol=None):
     u, s, vh = svd(x, full_matrices=False)
     keep = greater(s, _cutoff(s, x.shape, rtol))
     s_inv = where(keep, divide(1, where(keep, s, 1)), 0)  # no 1/0 even where unused
-    uh = _adjoint(u)
-    return mm(_adjoint(vh), ops.Multiply()(lift(_rows(s_inv, uh.shape), uh.dtype), uh))
+    uh = adjoint(u)
+    return mm(adjoint(vh), ops.Multiply()(lift(_rows(s_inv, uh.shape), uh.dtype), uh))
 
 
 def singular_value_norm(x: Array, ord) -> Array:

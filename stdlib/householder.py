@@ -27,7 +27,7 @@ from hlodsl.array import Array
 from hlodsl.dtypes import ComplexFloating, int32
 
 from .elementwise_more import _real, conj
-from .matrices import filled, magnitude, spread, sum_exact
+from .matrices import filled, magnitude, spread, sum_exact, triangle_mask
 from .promotion import lift
 
 __all__ = ["householder_qr", "upper"]
@@ -127,9 +127,7 @@ def _q_step(state):
 
 def upper(x: Array) -> Array:
     """``x`` with everything below the main diagonal zeroed."""
-    n = x.ndim
-    rows, cols = ops.Iota(int32, x.shape, n - 2)(), ops.Iota(int32, x.shape, n - 1)()
-    return ops.Select()(ops.Compare("LE")(rows, cols), x, filled(0, x.dtype, x.shape))
+    return ops.Select()(triangle_mask(x.shape, lower=False), x, filled(0, x.dtype, x.shape))
 
 
 def householder_qr(a: Array, complete: bool = False, want_q: bool = True):

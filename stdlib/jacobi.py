@@ -43,19 +43,16 @@ import numpy as np
 
 from hlodsl import ops
 from hlodsl.array import Array
-from hlodsl.dtypes import ComplexFloating, float32, float64, int32, pred
+from hlodsl.dtypes import ComplexFloating, float64, int32, pred
 
-from .elementwise_more import conj
+from .elementwise_more import _real, conj
 from .householder import householder_qr
 from .lu_loop import _permute_rows
-from .matrices import filled, magnitude, main_diagonal, mm, mt, spread, sum_exact
+from .factorizations import _real_dtype
+from .matrices import adjoint, filled, magnitude, main_diagonal, mm, mt, spread, sum_exact
 from .promotion import lift
 
 __all__ = ["jacobi_eigh", "jacobi_svd", "sweep_cap"]
-
-
-def _real_dtype(dtype):
-    return {"complex64": float32, "complex128": float64}.get(dtype.__name__, dtype)
 
 
 def _eps(dtype) -> float:
@@ -177,7 +174,7 @@ def _pair_entries(a: Array):
 
 def _diag_halves(a: Array):
     d = main_diagonal(a)
-    return _halves(ops.Real()(d) if issubclass(d.dtype, ComplexFloating) else d, -1)
+    return _halves(_real(d), -1)
 
 
 def _off_mask(shape) -> Array:
@@ -391,10 +388,6 @@ def _svd_loop(w: Array, vectors: bool):
     return w, v, rounds
 
 
-def _adjoint(x: Array) -> Array:
-    return conj(mt(x))
-
-
 def _orthonormal_columns(u: Array) -> Array:
     """``u`` (square, columns orthonormal or zero) made orthonormal: ``Q`` of its QR,
     each column turned by the phase of ``R``'s diagonal where that is about 1."""
@@ -415,8 +408,8 @@ def jacobi_svd(a: Array, vectors: bool = True, full: bool = False):
     """
     m, n = a.shape[-2:]
     if m < n:  # x^H = U' S V'^H, so x = V' S U'^H
-        u, s, vh = jacobi_svd(_adjoint(a), vectors, full)
-        return (_adjoint(vh), s, _adjoint(u)) if vectors else (None, s, None)
+        u, s, vh = jacobi_svd(adjoint(a), vectors, full)
+        return (adjoint(vh), s, adjoint(u)) if vectors else (None, s, None)
     nb = a.ndim - 2
     a, scale = _scaled(a)
     q1 = None
@@ -452,4 +445,4 @@ def jacobi_svd(a: Array, vectors: bool = True, full: bool = False):
         head = mm(ops.Slice((0,) * (nb + 2), a.shape[:-2] + (m, n))(q1), u)
         u = ops.Concatenate(nb + 1)(head, ops.Slice((0,) * nb + (0, n), q1.shape)(q1)) \
             if full else head
-    return u, s_out, _adjoint(v)
+    return u, s_out, adjoint(v)

@@ -15,11 +15,11 @@ from hlodsl.array import Array
 from hlodsl.dtypes import ComplexFloating, int32
 
 from .broadcasting import broadcast_to
-from .elementwise_more import hypot
+from .elementwise_more import conj, hypot
 from .promotion import lift
 
-__all__ = ["filled", "spread", "magnitude", "sum_exact", "identity", "triangle_mask", "mt", "mm",
-           "main_diagonal"]
+__all__ = ["filled", "spread", "magnitude", "sum_exact", "identity", "triangle_mask", "mt",
+           "adjoint", "mm", "main_diagonal"]
 
 
 def filled(value, dtype, shape) -> Array:
@@ -66,6 +66,11 @@ def mt(x: Array) -> Array:
     """Swap the last two dimensions (the matrix transposes of a stack)."""
     n = x.ndim
     return ops.Transpose(tuple(range(n - 2)) + (n - 1, n - 2))(x)
+
+
+def adjoint(x: Array) -> Array:
+    """The conjugate transposes of a stack of matrices (the transposes, for real ones)."""
+    return conj(mt(x))
 
 
 def mm(a: Array, b: Array) -> Array:
