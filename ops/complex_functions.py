@@ -103,13 +103,13 @@ def _real_sinh_cosh(x):
     return Sinh()(x), Cosh()(x)
 
 
-def _sinh_cosh_times(x, f, g):
-    """(sinh(x) f, cosh(x) g) for |f|, |g| <= 1: finite wherever the products are, where
-    sinh(x) and cosh(x) overflow first (beyond |x| = 710.47 in f64, 89.42 in f32)."""
+def _sinh_cosh_times(x, sh, ch, f, g):
+    """(sinh(x) f, cosh(x) g) for |f|, |g| <= 1, given ``sh, ch = _real_sinh_cosh(x)``:
+    finite wherever the products are, where sinh(x) and cosh(x) overflow first (beyond
+    |x| = 710.47 in f64, 89.42 in f32)."""
     from .special_functions import far_from_zero, half_exp_abs
     from .unary import Sign
 
-    sh, ch = _real_sinh_cosh(x)
     far = far_from_zero(x)
     return (_sel(far, half_exp_abs(x, _mul(Sign()(x), f)), _mul(sh, f)),
             _sel(far, half_exp_abs(x, g), _mul(ch, g)))
@@ -210,8 +210,8 @@ def sqrt(z):
 # -- hyperbolic and trigonometric functions ------------------------------------------------
 
 def _sinh_parts(x, y):
-    sh, _ = _real_sinh_cosh(x)
-    re, im = _sinh_cosh_times(x, Cosine()(y), Sine()(y))
+    sh, ch = _real_sinh_cosh(x)
+    re, im = _sinh_cosh_times(x, sh, ch, Cosine()(y), Sine()(y))
     zero_y = _eq(y, _k(0, y))
     re, im = _sel(zero_y, sh, re), _sel(zero_y, y, im)
     # x = 0 or infinite with y infinite or NaN: x + NaN i.
@@ -220,8 +220,8 @@ def _sinh_parts(x, y):
 
 
 def _cosh_parts(x, y):
-    _, ch = _real_sinh_cosh(x)
-    im, re = _sinh_cosh_times(x, Sine()(y), Cosine()(y))
+    sh, ch = _real_sinh_cosh(x)
+    im, re = _sinh_cosh_times(x, sh, ch, Sine()(y), Cosine()(y))
     zero_y = _eq(y, _k(0, y))  # cosh(x +- 0i) = cosh(x) +- 0i, the sign of x times that of y
     re, im = _sel(zero_y, ch, re), _sel(zero_y, _mul(y, _copysign(_k(1, x), x)), im)
     odd_y = Not()(_finite(y))
