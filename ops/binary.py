@@ -117,6 +117,8 @@ class Minimum(Binary, opcode="minimum"):
 
 
 def _atan2(y, x):
+    """numpy's atan2; complex by the spec's formula, which on log's branch cut (real part
+    +-pi) may land on the other side from XLA's: the side follows a rounded zero's sign."""
     if np.iscomplexobj(y):  # the HLO spec's complex atan2: -i log((x + iy) / sqrt(x^2 + y^2))
         return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
     return np.arctan2(y, x)
