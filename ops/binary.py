@@ -127,7 +127,11 @@ def _atan2(y, x):
 class Atan2(Binary, opcode="atan2"):
     """atan2(y, x), the angle of the point (x, y); complex too, as the HLO spec defines it.
 
-    Complex: ``-i log((x + iy) / sqrt(x^2 + y^2))``, holomorphic in both operands.
+    Complex: ``-i log((x + iy) / sqrt(x^2 + y^2))``, holomorphic in both operands. XLA
+    evaluates that formula as written, so where x^2 + y^2 underflows (parts below about
+    1e-154 in f64, 1e-19 in f32) or overflows the result is NaN, and where a product of
+    parts is subnormal XLA:CPU flushes it to zero, which can put a result that lies on
+    log's branch cut (real part +-pi) on the other side: all as in jax.
 
     >>> import numpy as np, hlodsl as hd
     >>> Atan2()(hd.array(np.float64([1, -1])), hd.array(np.float64([0, 0])))
