@@ -11,3 +11,14 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
 # The persistent compile cache (hlodsl.disk_cache) is off in tests unless a test
 # turns it on: tests count XLA compiles, and a run must not depend on earlier runs.
 os.environ.setdefault("HLODSL_CACHE_DIR", "")
+
+# Hypothesis draws the same examples on every run (derandomize): a commit that passed
+# passes again, and a run does not fail on a corner case that only a new random draw
+# finds, long after the change that caused it. To look for such cases, draw fresh
+# examples: `pytest --hypothesis-profile=explore` (failures are kept in .hypothesis/
+# and replayed first), or `python tests/stress_ops.py 100` for every op's oracle check.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("deterministic", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile("deterministic")
