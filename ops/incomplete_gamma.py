@@ -38,13 +38,12 @@ import numpy as np
 
 from hlodsl.array import Array
 
-from . import _special_coefficients as K
-from ._special import SpecialBinary, add, c, chebyshev, div, eps, lt, mul, select, sub
+from ._special import SpecialBinary, add, c, div, eps, lt, mul, select, sub
 from ._special_temme import TEMME
 from .binary import And, Maximum, Or
 from .compare import Compare
 from .error_functions import Erfc
-from .gamma_functions import Digamma, Lgamma, stirling_series
+from .gamma_functions import Digamma, Lgamma, lgamma_1p, stirling_series
 from .reduce import Reduce
 from .unary import Abs, Exp, Expm1, Log, Log1p, Not, Sign, Sqrt
 from .while_loop import While
@@ -151,17 +150,6 @@ def _continued_fraction(a, x, active, with_da):
 
 
 
-def _lgamma1p(a):
-    """lgamma(1 + a) for 0 <= a <= 2, to a few ulp relative even as a -> 0.
-
-    Lgamma(1 + a) would round 1 + a first (a relative error of eps / a in a): instead,
-    lgamma's own factored form (ops/gamma_functions.py) ``(u - 1)(u - 2) S(u)`` at
-    u = 1 + a is ``a (a - 1) S(1 + a)``, and rounding 1 + a moves the smooth S (~0.5
-    on [1, 3]) by an ulp only.
-    """
-    return mul(mul(a, sub(a, c(1, a))), chebyshev(add(c(1, a), a), K.LGAMMA, 0.5, 3.0))
-
-
 def _small_a_region(a, x):
     """Where Q is small in the series' region, so 1 - P would cancel: Boost's choice
     (``gamma_incomplete_imp``, Q below ~1/3): a <= -0.4 / log x for x < 0.5,
@@ -185,7 +173,7 @@ def _small_a_upper(a, x, psi_1p=None):
     Differentiated: dQ/da = (1 - Q) psi(1 + a) - x^a (log x - S (1 + a log x) - a S')
     / Gamma(1 + a), no 1/a in it (the series' dP/da divides by a).
     """
-    g = Expm1()(_lgamma1p(a))
+    g = Expm1()(lgamma_1p(a))
     log_x = Log()(x)
     p = Expm1()(mul(a, log_x))
     terms = 1
