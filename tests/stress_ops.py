@@ -20,17 +20,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 warnings.simplefilter("ignore")  # recompile warnings: every example is a new signature
 
 import test_ops  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 
 def stress(opcode: str, n: int) -> None:
-    def check(ex):
-        test_ops.check_op(test_ops.registry()[opcode](**ex.static), ex)
-
-    check.__name__ = f"stress_{opcode.replace('-', '_')}"
-    given(test_ops.examples(opcode))(settings(
+    test_ops.check_opcode(opcode, settings(
         max_examples=n, deadline=None, database=None, derandomize=False, print_blob=True,
-        suppress_health_check=list(HealthCheck))(check))()
+        suppress_health_check=list(HealthCheck)))
 
 
 def main(argv: list[str]) -> int:

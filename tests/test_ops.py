@@ -646,13 +646,17 @@ def assert_matches(actual, expected, ex: Example, what: str, exact: bool | None 
 
 @pytest.mark.parametrize("opcode", RUNNABLE)
 def test_op_matches_oracle_eagerly_and_staged(opcode):
+    check_opcode(opcode, settings(max_examples=EXAMPLES.get(opcode, ELEMENTWISE_EXAMPLES),
+                                  deadline=None, suppress_health_check=HEALTH))
+
+
+def check_opcode(opcode: str, under: settings) -> None:
+    """``check_op`` on hypothesis' examples of ``opcode``, drawn ``under`` those settings."""
     def check(ex):
         check_op(registry()[opcode](**ex.static), ex)
 
     check.__name__ = f"check_{opcode.replace('-', '_')}"  # keys hypothesis' example database
-    n = EXAMPLES.get(opcode, ELEMENTWISE_EXAMPLES)
-    given(examples(opcode))(settings(max_examples=n, deadline=None,
-                                     suppress_health_check=HEALTH)(check))()
+    given(examples(opcode))(under(check))()
 
 
 def check_op(op, ex: Example):
