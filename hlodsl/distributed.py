@@ -22,7 +22,7 @@ import numpy as np
 from . import clusters, runtime
 from .sharding import NamedSharding
 
-__all__ = ["initialize", "shutdown", "process_index", "process_count", "local_devices",
+__all__ = ["initialize", "launcher", "shutdown", "process_index", "process_count", "local_devices",
            "make_array_from_process_local_data", "ENV"]
 
 #: Environment variables ``initialize()`` reads first when called without arguments
@@ -71,6 +71,19 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         raise ValueError(f"distributed.initialize: coordinator_address must be host:port, "
                          f"got {address!r}")
     runtime.initialize_distributed(address, n, pid, int(timeout_s))
+
+
+def launcher() -> str | None:
+    """Which launcher's environment this process runs in (``"hlodsl"``, ``"slurm"``,
+    ``"open-mpi"``), or None: whether ``initialize()`` without arguments has a group
+    to join.
+
+    >>> import os
+    >>> launcher() if not any(k.startswith(("HLODSL_C", "SLURM_", "OMPI_")) for k in os.environ) \
+    ...     else None
+    """
+    found = clusters.detect(os.environ)
+    return found[0] if found else None
 
 
 def shutdown() -> None:
