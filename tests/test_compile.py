@@ -10,6 +10,8 @@ import hlodsl as hd
 from hlodsl import ops, runtime, staging
 from hlodsl.stdlib import exp, sum
 
+pytestmark = pytest.mark.compat  # jax/jaxlib-release sensitive paths (.ci/compat)
+
 
 def dense(W, x, b):
     return W @ x + b

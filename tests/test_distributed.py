@@ -34,6 +34,7 @@ def one_process(tmp_path_factory):
     return np.load(path)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("n", [2, 4])
 def test_data_parallel_training_across_processes_equals_one_process(n, one_process, tmp_path):
     path = tmp_path / f"{n}.npz"

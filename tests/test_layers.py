@@ -18,6 +18,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"hlodsl": ROOT / "hlodsl", "hlodsl.ops": ROOT / "ops",
             "hlodsl.transforms": ROOT / "transforms", "hlodsl.stdlib": ROOT / "stdlib"}
@@ -135,6 +137,7 @@ _PRIVATE = re.compile(r"\b(?:jax|jaxlib|xc|xla_client|lapack|xla_bridge)(?:\.\w+
                       r"|\b_skip_checks\b")
 
 
+@pytest.mark.compat
 def test_private_jax_names_are_reached_only_through_jaxlib_compat():
     """A private jax/jaxlib name can move in any release: each is listed, with its
     fallback, in hlodsl.jaxlib_compat.PRIVATE_NAMES and looked up there only."""
@@ -154,6 +157,7 @@ def test_private_jax_names_are_reached_only_through_jaxlib_compat():
     assert not direct, direct
 
 
+@pytest.mark.compat
 def test_every_private_jax_name_exists_in_the_installed_release():
     """Run on each stack of .ci/run's compatibility job: a release that dropped one of
     them shows here (the fallback keeps hlodsl working; the list must be updated)."""
