@@ -1536,7 +1536,17 @@ def _numpy_of_symbolic(x):
     return np.asarray(x) * 2
 
 
+def _recurse_on_symbolic(x):
+    """Recursion whose end depends on an array: staging takes both branches forever."""
+    if xp.sum(x) > 0:
+        return _recurse_on_symbolic(x - 1.0)
+    return x
+
+
 _IF = r"\bif\b|condition|bool\(\)"
+case("python-flow", "recursion-under-a-symbolic-if",
+     lambda: hd.compile(_recurse_on_symbolic)(F3), STE,
+     r"_recurse_on_symbolic", r"recurs", r"while_loop|static")
 case("python-flow", "if-on-a-vector", lambda: hd.compile(_if_vector)(F3), (VE, SE, STE),
      _IF, T("pred", 3), r"any|all|scalar")
 case("python-flow", "if-without-conversion", lambda: hd.compile(_if_no_convert, convert=False)(F3),
