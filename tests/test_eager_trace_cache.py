@@ -374,3 +374,18 @@ def test_a_compiled_function_inlined_into_the_body_is_fingerprinted_by_its_funct
         np.testing.assert_array_equal(run(), np.asarray(x0) * 3.0)
     finally:
         SCALE = 2.0
+
+
+def test_a_module_imported_inside_the_body_is_keyed_as_a_global_one_would_be():
+    def body(i, a):
+        import random
+
+        return a + random.random()
+
+    random_module = __import__("random")
+    random_module.seed(5)
+    want = [random_module.random(), random_module.random()]
+    random_module.seed(5)
+    got = [_loop(body, n=1), _loop(body, n=1)]
+    for out, draw in zip(got, want):
+        np.testing.assert_allclose(out, np.asarray(x0) + np.float32(draw), rtol=1e-6)

@@ -184,6 +184,12 @@ def _function(fn: types.FunctionType, depth: int, held: list, seen: set) -> tupl
             parts.append((name, "unbound"))  # a NameError now, maybe a value later
         elif name in _IMPURE_BUILTINS:
             raise _Unkeyable
+    for module_name in _imports(code):  # `import time` inside the body: a local, not a global
+        mod = _module_named(module_name)
+        if mod is None:  # not imported yet: nothing to key it by before the call
+            raise _Unkeyable
+        parts.append((module_name, _module(mod, held),
+                      _module_attributes(mod, names, depth, held, seen, set())))
     parts.append(_value(fn.__defaults__ or (), depth + 1, held, seen))
     if fn.__kwdefaults__:
         parts.append(tuple(sorted((k, _value(x, depth + 1, held, seen))
@@ -278,6 +284,23 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
         elif type(c) is str and c.isidentifier():
             names.add(c)
     return tuple(sorted(names))
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports(code: types.CodeType) -> tuple[str, ...]:
+    """The modules ``code`` (and the code nested in it) imports, each package on the way
+    (``import a.b`` binds ``a``) as its own entry."""
+    import dis
+
+    found: list[str] = []
+    for ins in dis.get_instructions(code):
+        if ins.opname == "IMPORT_NAME":
+            parts = str(ins.argval).split(".")
+            found += [".".join(parts[:i + 1]) for i in range(len(parts))]
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            found += _imports(c)
+    return tuple(dict.fromkeys(found))
 
 
 def _module_attributes(mod: types.ModuleType, names: tuple, depth: int, held: list,
