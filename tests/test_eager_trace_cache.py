@@ -389,3 +389,17 @@ def test_a_module_imported_inside_the_body_is_keyed_as_a_global_one_would_be():
     got = [_loop(body, n=1), _loop(body, n=1)]
     for out, draw in zip(got, want):
         np.testing.assert_allclose(out, np.asarray(x0) + np.float32(draw), rtol=1e-6)
+
+
+def test_an_operand_compared_by_identity_is_read_at_every_call(monkeypatch):
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    box = Box(1.0)
+    run = lambda: np.asarray(hd.cond(hd.array(True), lambda a, b: a + b.v,  # noqa: E731
+                                     lambda a, b: a, x0, box))
+    np.testing.assert_array_equal(run(), np.asarray(x0) + 1.0)
+    box.v = 4.0
+    np.testing.assert_array_equal(run(), _uncached(monkeypatch, run))
+    np.testing.assert_array_equal(run(), np.asarray(x0) + 4.0)
