@@ -78,16 +78,21 @@ def compared_by_identity(value) -> bool:
     signature keyed by it stays the same after ``k.n = 5``: the staged program
     keeps the old ``k.n``. Values with their own ``__eq__``/``__hash__`` (frozen
     dataclasses, numbers, strings) are keyed by value; functions, classes and
-    modules are what they are (a bare ``object()`` sentinel has nothing to change).
+    modules are what they are, and a value without attributes (``None``, an
+    ``object()`` sentinel) has nothing to change.
 
     >>> class K: n = 1
     >>> compared_by_identity(K()), compared_by_identity(K), compared_by_identity((1, 2))
     (True, False, False)
+    >>> compared_by_identity(None), compared_by_identity(object())
+    (False, False)
     """
     t = type(value)
-    if t is object or isinstance(value, _IDENTITY_IS_VALUE):
+    if isinstance(value, _IDENTITY_IS_VALUE) or not (
+            t.__eq__ is object.__eq__ and t.__hash__ is object.__hash__):
         return False
-    return t.__eq__ is object.__eq__ and t.__hash__ is object.__hash__
+    # Only state can go stale: None, Ellipsis and object() sentinels hold none.
+    return hasattr(value, "__dict__") or any(getattr(k, "__slots__", ()) for k in t.__mro__)
 
 
 def has_identity_static(treedef) -> bool:

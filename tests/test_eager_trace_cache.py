@@ -403,3 +403,19 @@ def test_an_operand_compared_by_identity_is_read_at_every_call(monkeypatch):
     box.v = 4.0
     np.testing.assert_array_equal(run(), _uncached(monkeypatch, run))
     np.testing.assert_array_equal(run(), np.asarray(x0) + 4.0)
+
+
+def test_a_derivative_of_a_user_function_is_fingerprinted_through_its_wrapper(monkeypatch):
+    global SCALE
+    count = _stagings(monkeypatch)
+    slope = hd.grad(lambda a: xp.sum(a * a) * SCALE)  # hlodsl's closure around the user's
+    run = lambda: _loop(lambda i, a: slope(a), n=1)  # noqa: E731
+    SCALE = 2.0
+    try:
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 4.0)
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 4.0)
+        assert count[0] == 1  # unchanged: the cached program
+        SCALE = 3.0
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 6.0)
+    finally:
+        SCALE = 2.0

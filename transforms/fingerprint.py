@@ -210,7 +210,8 @@ def _library_function(fn: types.FunctionType, depth: int, held: list, seen: set)
     by identity alone, ``f`` reading a changed global would not be seen. A
     library's other cell values (its settings, its caches) are its own.
     """
-    if not _pure_name(getattr(fn, "__module__", None)):
+    # The module that defined it (functools.wraps copies the wrapped function's __module__)
+    if not _pure_name(fn.__globals__.get("__name__")):
         raise _Unkeyable  # another package's or an impure standard module's function
     key = _identity(fn, held)
     if not fn.__closure__:
