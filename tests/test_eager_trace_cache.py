@@ -419,3 +419,17 @@ def test_a_derivative_of_a_user_function_is_fingerprinted_through_its_wrapper(mo
         np.testing.assert_array_equal(run(), np.asarray(x0) * 6.0)
     finally:
         SCALE = 2.0
+
+
+def test_a_module_in_a_closure_cell_has_its_named_attributes_keyed():
+    mod = types.ModuleType("user_settings")
+    mod.__file__ = "/home/user/user_settings.py"
+    mod.factor = 2.0
+
+    def make(m):
+        return lambda i, a: a * m.factor  # m: a module held by a closure cell, not a global
+
+    body = make(mod)
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 2.0)
+    mod.factor = 3.0
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 3.0)

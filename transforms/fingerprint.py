@@ -140,7 +140,9 @@ def _value(v: Any, depth: int, held: list, seen: set) -> Any:
     if isinstance(v, type):
         return _class(v, depth, held, seen)
     if isinstance(v, types.ModuleType):
-        return _module(v, held)
+        # Reached where no code names its attributes (a class attribute, a tuple): which
+        # of them the function reads is unknown. (Globals and cells are keyed in _function.)
+        raise _Unkeyable
     if isinstance(v, _BY_IDENTITY):
         return _identity(v, held)
     plum = _plum_function()
@@ -177,9 +179,11 @@ def _function(fn: types.FunctionType, depth: int, held: list, seen: set) -> tupl
     for name in names:
         if name in glob:
             g = glob[name]
-            parts.append((name, _value(g, depth + 1, held, seen)))
             if isinstance(g, types.ModuleType):
-                parts.append(_module_attributes(g, names, depth, held, seen, set()))
+                parts.append((name, _module(g, held),
+                              _module_attributes(g, names, depth, held, seen, set())))
+            else:
+                parts.append((name, _value(g, depth + 1, held, seen)))
         elif not hasattr(builtins, name):
             parts.append((name, "unbound"))  # a NameError now, maybe a value later
         elif name in _IMPURE_BUILTINS:
@@ -199,7 +203,11 @@ def _function(fn: types.FunctionType, depth: int, held: list, seen: set) -> tupl
             contents = cell.cell_contents
         except ValueError:  # an empty cell: a name bound later in the enclosing scope
             raise _Unkeyable from None
-        parts.append(_value(contents, depth + 1, held, seen))
+        if isinstance(contents, types.ModuleType):  # `import m` in the enclosing function
+            parts.append((_module(contents, held),
+                          _module_attributes(contents, names, depth, held, seen, set())))
+        else:
+            parts.append(_value(contents, depth + 1, held, seen))
     return tuple(parts)
 
 
