@@ -2024,12 +2024,12 @@ case("sharding", "psum-unknown-axis", lambda: hd.shard_map(
 # Each factory builds the body once and returns the call, so that the two calls of a case
 # run the same function objects (as a user's loop does): only what they read changes.
 def _fori(read):
-    body = lambda i, a: a + read()  # noqa: E731
+    body = lambda i, a: a + read()
     return lambda: hd.fori_loop(0, 1, body, F3)
 
 
 def _cond(read):
-    branch = lambda a: a + read()  # noqa: E731
+    branch = lambda a: a + read()
     return lambda: hd.cond(BS, branch, _identity_branch, F3)
 
 
@@ -2067,7 +2067,10 @@ def _module_attribute():
     pkg.sub = types.ModuleType("corpus_user_pkg.sub")
     pkg.sub.__file__ = "/home/user/corpus_user_pkg/sub.py"
     pkg.sub.offset = 1.0
-    body = (lambda m: lambda i, a: a + m.sub.offset)(pkg)
+    def make(m):  # the module reaches the body through a closure cell
+        return lambda i, a: a + m.sub.offset
+
+    body = make(pkg)
     same(hd.fori_loop(0, 1, body, F3), np.asarray(F3) + 1, "first call")
     pkg.sub.offset = 5.0
     same(hd.fori_loop(0, 1, body, F3), np.asarray(F3) + 5, "after pkg.sub.offset = 5")

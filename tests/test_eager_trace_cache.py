@@ -251,7 +251,7 @@ def test_a_changed_class_attribute_restages(combinator, monkeypatch):
     class Cfg:
         scale = 2.0
 
-    run = lambda: _COMBINATORS[combinator](lambda: Cfg.scale)  # noqa: E731
+    run = lambda: _COMBINATORS[combinator](lambda: Cfg.scale)
     first = run()
     Cfg.scale = 100.0
     second = run()
@@ -275,7 +275,7 @@ def test_a_class_attribute_read_by_a_method_the_body_does_not_name_restages():
     class Cfg(Base):
         pass
 
-    body = lambda i, a: Cfg.shift(a)  # noqa: E731
+    body = lambda i, a: Cfg.shift(a)
     np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) + 1.0)
     Base.offset = 7.0  # an attribute of a base class, read through cls by another method
     np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) + 7.0)
@@ -303,7 +303,7 @@ def test_a_mutated_object_in_a_closure_is_read_at_every_call(monkeypatch):
             self.v = v
 
     box = Box(1.0)
-    run = lambda: _loop(lambda i, a: a + box.v, n=1)  # noqa: E731
+    run = lambda: _loop(lambda i, a: a + box.v, n=1)
     np.testing.assert_array_equal(run(), np.asarray(x0) + 1.0)
     box.v = 9.0
     np.testing.assert_array_equal(run(), _uncached(monkeypatch, run))
@@ -312,7 +312,7 @@ def test_a_mutated_object_in_a_closure_is_read_at_every_call(monkeypatch):
 
 @pytest.mark.parametrize("combinator", sorted(_COMBINATORS))
 def test_a_body_drawing_from_np_random_draws_at_every_call(combinator):
-    run = lambda: _COMBINATORS[combinator](lambda: np.random.rand())  # noqa: E731
+    run = lambda: _COMBINATORS[combinator](lambda: np.random.rand())
     np.random.seed(0)
     draws = [np.random.rand(), np.random.rand()]
     np.random.seed(0)
@@ -325,7 +325,7 @@ def test_a_body_calling_time_time_reads_the_clock_at_every_call():
     import time
 
     start = time.time()
-    run = lambda: _loop(lambda i, a: a * 0.0 + (time.time() - start), n=1)  # noqa: E731
+    run = lambda: _loop(lambda i, a: a * 0.0 + (time.time() - start), n=1)
     first = run()
     time.sleep(0.05)
     second = run()
@@ -335,7 +335,7 @@ def test_a_body_calling_time_time_reads_the_clock_at_every_call():
 def test_a_body_calling_random_random_draws_at_every_call():
     import random
 
-    run = lambda: _loop(lambda i, a: a + random.random(), n=1)  # noqa: E731
+    run = lambda: _loop(lambda i, a: a + random.random(), n=1)
     random.seed(3)
     want = [random.random(), random.random()]
     random.seed(3)
@@ -365,7 +365,7 @@ def test_a_compiled_function_inlined_into_the_body_is_fingerprinted_by_its_funct
         monkeypatch):
     global SCALE
     scaled = hd.compile(lambda x: x * SCALE)
-    run = lambda: _loop(lambda i, a: scaled(a), n=1)  # noqa: E731
+    run = lambda: _loop(lambda i, a: scaled(a), n=1)
     SCALE = 2.0
     try:
         np.testing.assert_array_equal(run(), np.asarray(x0) * 2.0)
@@ -397,7 +397,7 @@ def test_an_operand_compared_by_identity_is_read_at_every_call(monkeypatch):
             self.v = v
 
     box = Box(1.0)
-    run = lambda: np.asarray(hd.cond(hd.array(True), lambda a, b: a + b.v,  # noqa: E731
+    run = lambda: np.asarray(hd.cond(hd.array(True), lambda a, b: a + b.v,
                                      lambda a, b: a, x0, box))
     np.testing.assert_array_equal(run(), np.asarray(x0) + 1.0)
     box.v = 4.0
@@ -409,7 +409,7 @@ def test_a_derivative_of_a_user_function_is_fingerprinted_through_its_wrapper(mo
     global SCALE
     count = _stagings(monkeypatch)
     slope = hd.grad(lambda a: xp.sum(a * a) * SCALE)  # hlodsl's closure around the user's
-    run = lambda: _loop(lambda i, a: slope(a), n=1)  # noqa: E731
+    run = lambda: _loop(lambda i, a: slope(a), n=1)
     SCALE = 2.0
     try:
         np.testing.assert_array_equal(run(), np.asarray(x0) * 4.0)
