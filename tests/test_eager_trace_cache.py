@@ -433,3 +433,36 @@ def test_a_module_in_a_closure_cell_has_its_named_attributes_keyed():
     np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 2.0)
     mod.factor = 3.0
     np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 3.0)
+
+
+@pytest.mark.parametrize("kind", ["dataclass", "attrs"])
+def test_a_frozen_instance_in_a_closure_is_keyed_by_its_values(kind, monkeypatch):
+    import dataclasses
+
+    import attrs
+
+    if kind == "dataclass":
+        @dataclasses.dataclass(frozen=True)
+        class Config:
+            gain: float
+
+            def apply(self, a):
+                return a * self.gain
+    else:
+        @attrs.frozen
+        class Config:
+            gain: float
+
+            def apply(self, a):
+                return a * self.gain
+
+    count = _stagings(monkeypatch)
+
+    def run(cfg):
+        return _loop(lambda i, a: cfg.apply(a), n=1)
+
+    np.testing.assert_array_equal(run(Config(2.0)), np.asarray(x0) * 2.0)
+    np.testing.assert_array_equal(run(Config(2.0)), np.asarray(x0) * 2.0)
+    assert count[0] == 1  # an equal frozen value: the cached program
+    np.testing.assert_array_equal(run(Config(3.0)), np.asarray(x0) * 3.0)
+    assert count[0] == 2

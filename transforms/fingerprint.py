@@ -29,7 +29,8 @@ identity, with the module attributes the code names (so a monkeypatched
 staged at every call:
 
 - any value that could change without its identity changing: a list, a dict,
-  a numpy array, an instance of a class;
+  a numpy array, an instance of a class (but a frozen dataclass or attrs
+  instance is keyed by its class and its field values);
 - anything from another installed package or another standard-library module
   (``random``, ``time``, ``os``, ``numpy.random``, ...): it may be impure,
   so a body calling ``np.random.rand()`` or ``time.time()`` draws again;
@@ -85,10 +86,14 @@ _IMPURE_MODULES = ("numpy.random",)
 _IMPURE_BUILTINS = frozenset({"print", "input", "open", "exec", "eval", "globals",
                               "locals", "vars", "setattr", "delattr", "__import__",
                               "breakpoint", "exit", "quit"})
-#: Class ``__dict__`` entries that do not change what a body stages.
+#: Class ``__dict__`` entries that do not change what a body stages (the field tables of
+#: dataclasses and attrs classes are made with the class; the methods made from them and
+#: the instances' values are keyed themselves).
 _CLASS_METADATA = frozenset({"__doc__", "__module__", "__qualname__", "__annotations__",
                              "__firstlineno__", "__static_attributes__", "__dict__",
-                             "__weakref__", "__orig_bases__", "__parameters__", "_abc_impl"})
+                             "__weakref__", "__orig_bases__", "__parameters__", "_abc_impl",
+                             "__dataclass_fields__", "__dataclass_params__", "__attrs_attrs__",
+                             "__attrs_props__"})
 
 
 class _Unkeyable(Exception):
@@ -158,7 +163,29 @@ def _value(v: Any, depth: int, held: list, seen: set) -> Any:
         return ("op", v)
     if callable(v) and _pure_name(t.__module__):  # numpy's ufuncs and dispatchers
         return _pure_identity(v, held)
+    fields = _frozen_fields(v)
+    if fields is not None:  # a frozen dataclass or attrs instance: its class and its values
+        return ("frozen", _class(t, depth + 1, held, seen),
+                tuple(_value(getattr(v, f), depth + 1, held, seen) for f in fields))
     raise _Unkeyable
+
+
+def _frozen_fields(v: Any) -> tuple[str, ...] | None:
+    """The field names of a frozen dataclass or attrs instance that holds nothing else, or
+    None (a mutable instance; attributes set around the fields)."""
+    import dataclasses
+
+    import attrs
+
+    t = type(v)
+    if dataclasses.is_dataclass(t) and t.__dataclass_params__.frozen:
+        names = tuple(f.name for f in dataclasses.fields(t))
+    elif attrs.has(t) and getattr(t.__setattr__, "__name__", "") == "_frozen_setattrs":
+        names = tuple(f.name for f in attrs.fields(t))
+    else:
+        return None
+    extra = set(getattr(v, "__dict__", ())) - set(names)
+    return None if extra else names
 
 
 def _function(fn: types.FunctionType, depth: int, held: list, seen: set) -> tuple:
