@@ -14,7 +14,7 @@ from .context import STATE
 
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
-    "RecompileWarning",
+    "RecompileWarning", "StaticArgumentWarning",
     "SourceLocation", "user_location", "require",
 ]
 
@@ -49,6 +49,11 @@ class MemoryLimitError(HloDslError, MemoryError):
 
 class RecompileWarning(UserWarning):
     """A compiled function keeps compiling new signatures (``hlodsl.config.recompile_warning``)."""
+
+
+class StaticArgumentWarning(UserWarning):
+    """A static argument of a compiled function is keyed by identity: mutating it does not
+    recompile (docs/staging.md, "Static arguments")."""
 
 
 class SourceLocation(NamedTuple):
