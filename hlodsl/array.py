@@ -170,6 +170,30 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
     def is_symbolic(self) -> bool:
         return self._buf is None
 
+    # -- waiting for asynchronous work ------------------------------------------
+
+    def block_until_ready(self) -> Array:
+        """This array, once the computation that produces it has finished.
+
+        Programs run asynchronously: a call returns as soon as its work is
+        queued, so time a step by waiting on its result. A symbolic array (inside
+        ``hd.compile``) is returned as is: the staged program orders its own
+        work, and its results are waited on where it is called.
+
+        >>> import hlodsl as hd
+        >>> x = hd.array([1.0, 2.0])
+        >>> (x * 2).block_until_ready()
+        hlodsl.Array[float64, (2,)]([2., 4.])
+        """
+        if self._buf is not None:
+            from .runtime import check_process
+
+            check_process()  # a forked child cannot wait on its parent's XLA
+            # NOTE: the public method of jax's Array (the PJRT buffer), stable across
+            # the jax versions the runtime supports; runtime.py has no wrapper for it.
+            self._buf.block_until_ready()
+        return self
+
     # -- conversion to host --------------------------------------------------
 
     def _require_value(self, what: str, hint: str | None = None):

@@ -25,6 +25,7 @@ from .array import _TYPES as _ARRAY_CLASSES
 from .array import Array, Token
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
+           "block_until_ready",
            "static_key", "leaf_paths", "compared_by_identity", "has_identity_static"]
 
 LEAF = "*"
@@ -308,3 +309,21 @@ def tree_map(f, tree, *rest):
         others.append(other_leaves)
     return unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
+
+
+def block_until_ready(tree):
+    """``tree``, once every array in it has been computed (``Array.block_until_ready``).
+
+    Compiled functions return as soon as their work is queued; wait on the
+    whole result of a training step (parameters, optimiser state, loss) before
+    reading a clock. Non-array values are passed through.
+
+    >>> import hlodsl as hd
+    >>> step = hd.compile(lambda p: {"w": p["w"] * 2, "n": p["n"]})
+    >>> hd.block_until_ready(step({"w": hd.array([1.0]), "n": 3}))
+    {'w': hlodsl.Array[float64, (1,)]([2.]), 'n': 3}
+    """
+    for leaf in flatten(tree)[0]:
+        if isinstance(leaf, Array):
+            leaf.block_until_ready()
+    return tree

@@ -20,6 +20,7 @@ first; weights ``(out, in, *kernel)``), so ``from_torch`` loads a
 """
 
 from . import activations, init, layers, losses, normalization, optim, random, weights  # noqa: F401
+from . import schedules  # noqa: F401  (nn.schedules.warmup_cosine, ...: not star-imported)
 from .activations import *  # noqa: F401,F403
 from .init import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403

@@ -6,6 +6,11 @@ gradients and states are structures of arrays (dicts, lists, tuples, attrs
 classes: ``hlodsl.tree``), so a whole training step compiles into one module.
 The updates follow ``torch.optim.SGD`` and ``torch.optim.Adam`` step for step.
 
+The learning rate and the weight decay may also be scalar arrays (a value
+computed in the step, or an argument of it) or schedules (``nn.schedules``:
+functions of the step count kept in the state, evaluated inside the
+compiled step, so the value changes from step to step with one executable).
+
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl.stdlib import nn
 >>> opt = nn.sgd(0.1)
@@ -21,8 +26,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+import numbers
+
 from hlodsl.array import Array, array
-from hlodsl.dtypes import Inexact
+from hlodsl.dtypes import Bool, ComplexFloating, Inexact
 from hlodsl.errors import ShapeError
 from hlodsl.transforms.structures import leaf_paths
 from hlodsl.tree import flatten, tree_map, unflatten
@@ -54,14 +61,16 @@ def _check_params(params, what: str):
                                   f"got {getattr(leaf, 'type', type(leaf).__name__)}")
 
 
-def sgd(lr: float, momentum: float = 0.0, nesterov: bool = False,
-        weight_decay: float = 0.0, dampening: float = 0.0) -> Optimizer:
+def sgd(lr: Hyper, momentum: float = 0.0, nesterov: bool = False,
+        weight_decay: Hyper = 0.0, dampening: float = 0.0) -> Optimizer:
     """Stochastic gradient descent, as ``torch.optim.SGD``.
 
     ``g = grad + weight_decay * p``; with momentum, ``buf = momentum * buf +
     (1 - dampening) * g`` (``buf = g`` on the first step) and ``g = buf``, or
     ``g + momentum * buf`` with ``nesterov``; then ``p = p - lr * g``. The
-    state is ``{"momentum": buffers, "step": int32 count}``.
+    state is ``{"momentum": buffers, "step": int32 count}``. ``lr`` and
+    ``weight_decay`` may be scalar arrays or schedules of the count (the first
+    update reads ``schedule(0)``).
 
     >>> import numpy as np, hlodsl as hd
     >>> opt = sgd(1.0, momentum=0.5)
@@ -71,7 +80,9 @@ def sgd(lr: float, momentum: float = 0.0, nesterov: bool = False,
     >>> p                                              # -1, then -1 - (0.5 * 1 + 1)
     hlodsl.Array[float32, (1,)]([-2.5])
     """
-    _hyper("sgd", lr=lr, momentum=momentum, weight_decay=weight_decay)
+    _hyper("sgd", lr=lr, weight_decay=weight_decay)
+    check_range(momentum, static_real(momentum, "sgd", "momentum") >= 0, "sgd", "momentum",
+                "non-negative (>= 0)")
     static_real(dampening, "sgd", "dampening")
     if nesterov and (momentum <= 0 or dampening != 0):
         raise fail(ValueError, "sgd: nesterov needs momentum > 0 and dampening 0")
@@ -88,14 +99,16 @@ def sgd(lr: float, momentum: float = 0.0, nesterov: bool = False,
         grads = _grads(grads, leaves, treedef, "sgd")
         bufs = _same(state["momentum"], treedef, "sgd", "state['momentum']") if momentum \
             else [None] * len(leaves)
+        lr_t, decay_t = _at(lr, state["step"], "lr"), _at(weight_decay, state["step"],
+                                                           "weight_decay")
         new_params, new_bufs = [], []
         for g, p, buf in zip(grads, leaves, bufs):
-            if weight_decay:
-                g = g + p * weight_decay
+            if not _is_zero(decay_t):
+                g = g + p * _like(decay_t, p)
             if momentum:
                 buf = where(first, g, buf * momentum + g * (1 - dampening))
                 g = g + buf * momentum if nesterov else buf
-            new_params.append(p - g * lr)
+            new_params.append(p - g * _like(lr_t, p))
             new_bufs.append(buf)
         return unflatten(treedef, new_params), {
             "momentum": unflatten(treedef, new_bufs) if momentum else None,
@@ -104,13 +117,16 @@ def sgd(lr: float, momentum: float = 0.0, nesterov: bool = False,
     return Optimizer(init, update)
 
 
-def adam(lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-         weight_decay: float = 0.0) -> Optimizer:
+def adam(lr: Hyper = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+         weight_decay: Hyper = 0.0) -> Optimizer:
     """Adam, as ``torch.optim.Adam`` (L2 ``weight_decay`` added to the gradient).
 
     ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g**2``, and with ``t`` the
     step count ``p = p - lr / (1 - b1**t) * m / (sqrt(v) / sqrt(1 - b2**t) + eps)``.
-    The state is ``{"step": int32 count, "mu": m, "nu": v}``.
+    The state is ``{"step": int32 count, "mu": m, "nu": v}``. ``lr`` and
+    ``weight_decay`` may be scalar arrays or schedules of the count, read
+    before the count is incremented (``schedule(0)`` on the first update, as
+    optax's ``scale_by_learning_rate``).
 
     >>> import numpy as np, hlodsl as hd
     >>> opt = adam(0.1)
@@ -119,7 +135,8 @@ def adam(lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
     >>> p                                               # the first step moves by about lr
     hlodsl.Array[float32, (1,)]([0.9000007])
     """
-    _hyper("adam", lr=lr, eps=eps, weight_decay=weight_decay)
+    _hyper("adam", lr=lr, weight_decay=weight_decay)
+    check_range(eps, static_real(eps, "adam", "eps") >= 0, "adam", "eps", "non-negative (>= 0)")
     for name, beta in (("b1", b1), ("b2", b2)):
         check_range(beta, 0 <= static_real(beta, "adam", name) < 1, "adam", name,
                     "in [0, 1)")
@@ -132,17 +149,19 @@ def adam(lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
     def update(grads, state, params):
         _check_state(state, ("step", "mu", "nu"), "adam")
         step = state["step"] + 1
+        lr_t, decay_t = _at(lr, state["step"], "lr"), _at(weight_decay, state["step"],
+                                                           "weight_decay")
 
         def one(g, p, m, v):
-            if weight_decay:
-                g = g + p * weight_decay
+            if not _is_zero(decay_t):
+                g = g + p * _like(decay_t, p)
             m = m + (g - m) * (1 - b1)
             v = v * b2 + g * g * (1 - b2)
             t = astype(step, p.dtype)
             correction1 = 1 - lift(b1, p.dtype) ** t
             correction2 = 1 - lift(b2, p.dtype) ** t
             denom = sqrt(v) / sqrt(correction2) + eps
-            return p - (m / denom) * (lr / correction1), m, v
+            return p - (m / denom) * (_like(lr_t, p) / correction1), m, v
 
         leaves, treedef = flatten(params)
         triples = [one(g, p, m, v) for g, p, m, v in zip(
@@ -177,11 +196,52 @@ def _grads(grads, params: list, treedef, what: str) -> list:
     return leaves
 
 
+#: A hyperparameter: a real number, a real scalar array, or a schedule (step -> scalar).
+Hyper = float | Array | Callable
+
+
 def _hyper(what: str, **values) -> None:
-    """Hyperparameters that are static real numbers >= 0 (as torch.optim checks them)."""
+    """Hyperparameters that are static real numbers >= 0 (as torch.optim checks them),
+    real scalar arrays, or callables (schedules of the step count)."""
     for name, value in values.items():
-        check_range(value, static_real(value, what, name) >= 0, what, name,
-                    "non-negative (>= 0)")
+        if isinstance(value, Array):
+            _scalar_hyper(value, what, name)
+        elif not callable(value):
+            check_range(value, static_real(value, what, name) >= 0, what, name,
+                        "non-negative (>= 0)")
+
+
+def _scalar_hyper(value: Array, what: str, name: str) -> Array:
+    if value.shape != () or issubclass(value.dtype, (Bool, ComplexFloating)):
+        raise fail(TypeError, f"{what}: {name} must be a real number, a real scalar array "
+                              f"or a schedule (a function of the step count to a scalar), "
+                              f"got {value.type}")
+    return value
+
+
+def _at(value, count: Array, name: str):
+    """A hyperparameter at the step ``count``: a schedule's value there, else itself."""
+    if isinstance(value, Array) or not callable(value):
+        return value
+    out = value(count)
+    if isinstance(out, numbers.Real) and not isinstance(out, bool):
+        return out
+    if not isinstance(out, Array):
+        raise fail(TypeError, f"the schedule given as {name} must return a real scalar "
+                              f"array, got {type(out).__name__} {out!r}")
+    return _scalar_hyper(out, "optimizer", f"{name}'s schedule value")
+
+
+def _is_zero(value) -> bool:
+    """Whether a hyperparameter is statically zero (its term can be left out)."""
+    return isinstance(value, numbers.Real) and value == 0
+
+
+def _like(value, p: Array):
+    """A hyperparameter as an operand of ``p``'s arithmetic: a Python number as is
+    (the updates of static hyperparameters stay as they were), an array in
+    ``p``'s element type."""
+    return lift(value, p.dtype) if isinstance(value, Array) else value
 
 
 def _check_state(state, keys: tuple[str, ...], what: str) -> None:
