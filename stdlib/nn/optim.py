@@ -29,7 +29,7 @@ import numpy as np
 import numbers
 
 from hlodsl.array import Array, array
-from hlodsl.dtypes import Bool, ComplexFloating, Inexact
+from hlodsl.dtypes import Bool, ComplexFloating, Inexact, complex128, float32, float64
 from hlodsl.errors import ShapeError
 from hlodsl.transforms.structures import leaf_paths
 from hlodsl.tree import flatten, tree_map, unflatten
@@ -39,6 +39,7 @@ from ..elementwise import sqrt
 from ..manipulation import fail, where
 from ..promotion import lift
 from ._args import check_range, static_real
+from .schedules import Schedule
 
 __all__ = ["Optimizer", "sgd", "adam", "tree_map"]
 
@@ -99,8 +100,8 @@ def sgd(lr: Hyper, momentum: float = 0.0, nesterov: bool = False,
         grads = _grads(grads, leaves, treedef, "sgd")
         bufs = _same(state["momentum"], treedef, "sgd", "state['momentum']") if momentum \
             else [None] * len(leaves)
-        lr_t, decay_t = _at(lr, state["step"], "lr"), _at(weight_decay, state["step"],
-                                                           "weight_decay")
+        lr_t, decay_t = _at(lr, state["step"], "lr", leaves), _at(
+            weight_decay, state["step"], "weight_decay", leaves)
         new_params, new_bufs = [], []
         for g, p, buf in zip(grads, leaves, bufs):
             if not _is_zero(decay_t):
@@ -149,8 +150,9 @@ def adam(lr: Hyper = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
     def update(grads, state, params):
         _check_state(state, ("step", "mu", "nu"), "adam")
         step = state["step"] + 1
-        lr_t, decay_t = _at(lr, state["step"], "lr"), _at(weight_decay, state["step"],
-                                                           "weight_decay")
+        leaves, treedef = flatten(params)
+        lr_t, decay_t = _at(lr, state["step"], "lr", leaves), _at(
+            weight_decay, state["step"], "weight_decay", leaves)
 
         def one(g, p, m, v):
             if not _is_zero(decay_t):
@@ -163,7 +165,6 @@ def adam(lr: Hyper = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
             denom = sqrt(v) / sqrt(correction2) + eps
             return p - (m / denom) * (_like(lr_t, p) / correction1), m, v
 
-        leaves, treedef = flatten(params)
         triples = [one(g, p, m, v) for g, p, m, v in zip(
             _grads(grads, leaves, treedef, "adam"), leaves,
             _same(state["mu"], treedef, "adam", "state['mu']"),
@@ -219,11 +220,16 @@ def _scalar_hyper(value: Array, what: str, name: str) -> Array:
     return value
 
 
-def _at(value, count: Array, name: str):
-    """A hyperparameter at the step ``count``: a schedule's value there, else itself."""
+def _at(value, count: Array, name: str, params: list):
+    """A hyperparameter at the step ``count``: a schedule's value there (computed in
+    float64 where some parameter is 64-bit, else float32), else itself."""
     if isinstance(value, Array) or not callable(value):
         return value
-    out = value(count)
+    if isinstance(value, Schedule):
+        wide = any(p.dtype in (float64, complex128) for p in params)
+        out = value(count, float64 if wide else float32)
+    else:
+        out = value(count)
     if isinstance(out, numbers.Real) and not isinstance(out, bool):
         return out
     if not isinstance(out, Array):

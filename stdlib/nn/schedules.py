@@ -25,7 +25,7 @@ from typing import Callable
 import attrs
 
 from hlodsl.array import Array
-from hlodsl.dtypes import Integer, float32
+from hlodsl.dtypes import Integer, element_type, float32
 
 from ..elementwise import cos, floor, maximum, minimum, pow
 from ..manipulation import fail, where
@@ -38,8 +38,8 @@ __all__ = ["Schedule", "constant", "linear", "cosine_decay", "warmup_cosine", "e
 _frozen = attrs.frozen(kw_only=False)
 
 
-def _count(step) -> Array:
-    """The step count as a float32 scalar: a Python int or an integer scalar array."""
+def _count(step, dtype) -> Array:
+    """The step count as a ``dtype`` scalar: a Python int or an integer scalar array."""
     if isinstance(step, Array):
         if step.shape != () or not issubclass(step.dtype, Integer):
             raise fail(TypeError, f"schedule: the step count must be an integer scalar, "
@@ -47,16 +47,20 @@ def _count(step) -> Array:
     elif isinstance(step, bool) or not isinstance(step, int):
         raise fail(TypeError, f"schedule: the step count must be an int or an integer "
                               f"scalar array, got {type(step).__name__} {step!r}")
-    return lift(step, float32)
+    return lift(step, element_type(dtype))
 
 
 class Schedule:
-    """The base of the built-in schedules: ``schedule(step) -> float32 scalar array``."""
+    """The base of the built-in schedules: ``schedule(step) -> float32 scalar array``.
 
-    def __call__(self, step) -> Array:
-        return self.at(_count(step))
+    ``schedule(step, dtype)`` computes in another floating type (the optimisers
+    ask for their parameters' widest, so float64 parameters get a float64 rate).
+    """
 
-    def at(self, t: Array) -> Array:  # t: the step count as a float32 scalar
+    def __call__(self, step, dtype=float32) -> Array:
+        return self.at(_count(step, dtype))
+
+    def at(self, t: Array) -> Array:  # t: the step count as a floating scalar
         raise NotImplementedError
 
 
@@ -82,7 +86,7 @@ class constant(Schedule):
     value: float = attrs.field(converter=float)
 
     def at(self, t):
-        return lift(self.value, float32)
+        return lift(self.value, t.dtype)
 
 
 @_frozen
@@ -105,7 +109,7 @@ class linear(Schedule):
 
     def at(self, t):
         if self.transition_steps <= 0:  # optax: a constant init_value then
-            return lift(self.init_value, float32)
+            return lift(self.init_value, t.dtype)
         count = minimum(maximum(t - self.transition_begin, 0.0), float(self.transition_steps))
         frac = 1 - count / self.transition_steps
         return frac * (self.init_value - self.end_value) + self.end_value
@@ -169,7 +173,7 @@ class join(Schedule):
 def _evaluate(schedule: Callable, t: Array) -> Array:
     if isinstance(schedule, Schedule):
         return schedule.at(t)
-    return lift(schedule(lift(t, "int32")), float32)  # a user's function of the count
+    return lift(schedule(lift(t, "int32")), t.dtype)  # a user's function of the count
 
 
 def warmup_cosine(init_value: float, peak_value: float, warmup_steps: int, decay_steps: int,
@@ -225,12 +229,12 @@ class exponential(Schedule):
         p = count / self.transition_steps
         if self.staircase:
             p = floor(p)
-        rate = lift(self.decay_rate, float32)
-        out = where(count <= 0, lift(self.init_value, float32),
+        rate = lift(self.decay_rate, t.dtype)
+        out = where(count <= 0, lift(self.init_value, t.dtype),
                     pow(rate, p) * self.init_value)
         if self.end_value is not None:
             bound = maximum if self.decay_rate < 1 else minimum  # end_value is a floor when decaying
-            out = bound(out, lift(float(self.end_value), float32))
+            out = bound(out, lift(float(self.end_value), t.dtype))
         return out
 
 
@@ -256,7 +260,7 @@ class piecewise_constant(Schedule):
                                        f"{scale} at {boundary}")
 
     def at(self, t):
-        out = lift(self.init_value, float32)
+        out = lift(self.init_value, t.dtype)
         for boundary, scale in self.boundaries_and_scales:
             out = where(t < boundary, out, out * float(scale))
         return out
