@@ -27,6 +27,7 @@ from .errors import (  # noqa: F401
 from .types import ArrayType, TupleType  # noqa: F401
 from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
 from .tree import block_until_ready, tree_leaves, tree_map  # noqa: F401
+from .checkpoint import load, save  # noqa: F401
 from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
