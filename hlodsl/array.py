@@ -28,7 +28,7 @@ import numpy as np
 from plum import CovariantMeta, parametric
 
 from .devices import Device, DevicePlacement, Shard, default_device
-from .dtypes import ElementType, device_refusal, element_type
+from .dtypes import ElementType, default_inexact, device_refusal, element_type
 from .errors import ShapeError, staging_error
 from .host_values import HostConversion
 from .types import ArrayType
@@ -323,7 +323,8 @@ def array(x, dtype=None) -> Array:
     """A concrete array from a numpy array, a nested list, or a Python/numpy scalar.
 
     numpy dtypes are kept (float64 stays float64); Python floats become float64,
-    ints int64 and bools pred, as in numpy.
+    ints int64 and bools pred, as in numpy (floats become float32, and complex
+    numbers complex64, where ``hd.config.default_float = "float32"``).
 
     >>> import hlodsl as hd
     >>> hd.array([1.0, 2.0])
@@ -341,6 +342,8 @@ def array(x, dtype=None) -> Array:
         return Array._from_buffer(runtime.adopt(x), ArrayType(element_type(x.dtype), x.shape))
     np_dtype = None if dtype is None else element_type(dtype, caller="array").np_dtype
     host = _to_host(x, np_dtype)
+    if np_dtype is None and type(x) in _PYTHON_NUMBERS and host.dtype.kind in "fc":
+        host = host.astype(default_inexact(element_type(host.dtype)).np_dtype, copy=False)
     t = ArrayType(element_type(host.dtype, caller="array"), host.shape)
     why = device_refusal(t)
     if why is not None:  # before the transfer, which fails (or XLA, which aborts)
@@ -354,6 +357,8 @@ def array(x, dtype=None) -> Array:
 
 
 _PYTHON_VALUES = (bool, int, float, complex, list, tuple, np.generic)
+#: Python values whose floats take ``config.default_float`` (numpy scalars keep their type).
+_PYTHON_NUMBERS = (float, complex, list, tuple)
 
 
 def _to_host(x, np_dtype) -> np.ndarray:

@@ -22,6 +22,8 @@ from typing import ClassVar
 import ml_dtypes
 import numpy as np
 
+from .settings import config
+
 __all__ = [
     "Bool",
     "ComplexFloating",
@@ -69,6 +71,7 @@ __all__ = [
     "uint16",
     "uint32",
     "uint64",
+    "default_inexact",
 ]
 
 
@@ -333,6 +336,21 @@ def narrow_element_types() -> tuple[type[ElementType], ...]:
     ('s4', 'f8e4m3fn', True)
     """
     return tuple(_NARROW.values())
+
+
+def default_inexact(t: type[ElementType]) -> type[ElementType]:
+    """``t``, the type numpy gives Python floats (float64) or complex numbers
+    (complex128), at the width ``hlodsl.config.default_float`` chooses.
+
+    >>> import hlodsl as hd
+    >>> hd.config.default_float = "float32"
+    >>> default_inexact(float64), default_inexact(complex128), default_inexact(int64)
+    (float32, complex64, int64)
+    >>> hd.config.default_float = "float64"
+    """
+    if config.default_float == "float64":
+        return t
+    return float32 if t is float64 else complex64 if t is complex128 else t
 
 
 def element_type(x, *, caller: str | None = None) -> type[ElementType]:

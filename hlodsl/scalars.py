@@ -27,6 +27,7 @@ import inspect
 import numpy as np
 
 from .cache import BoundedCache
+from .dtypes import default_inexact, element_type
 
 __all__ = ["weak_class", "is_weak", "traced_scalar", "lift_arguments", "static_positions"]
 
@@ -68,6 +69,8 @@ def traced_scalar(value):
         key = None
     weak = t in _TRACED or t is int
     host = np.asarray(value)
+    if t in _TRACED:  # a Python number: of hlodsl.config.default_float's width
+        host = host.astype(default_inexact(element_type(host.dtype)).np_dtype, copy=False)
     key = key or (weak, host.dtype, host.tobytes())  # not .str: "<V1" names many ml_dtypes
     out = _ARRAYS.get(key)
     if out is None:

@@ -61,6 +61,13 @@ class Config:
     #: computes at the operands' own precision whatever is asked. Read when a function
     #: is staged; a change empties hlodsl's caches, as ``linalg_kernels`` does.
     default_matmul_precision: str = "default"
+    #: The floating type of values that do not say theirs: Python floats (``hd.array(1.0)``,
+    #: ``x_int + 0.5``, a float argument of a compiled function), creation functions given
+    #: no ``dtype`` (``zeros``, ``ones``, ``full``, ``eye``, ``arange``, ``linspace``) and
+    #: ``default_dtypes()``: ``"float64"`` (numpy's) or ``"float32"`` (what an ML user
+    #: expects; complex numbers are then complex64). numpy arrays keep their own type.
+    #: Read when a function is staged; a change empties hlodsl's caches.
+    default_float: str = "float64"
 
     def __setattr__(self, name, value):
         allowed = _CHOICES.get(name)
@@ -81,8 +88,11 @@ class Config:
 LINALG_KERNELS = ("auto", "hlo", "lapack")
 #: HLO's operand precisions (``operand_precision={p,p}`` on a dot or convolution).
 PRECISIONS = ("default", "high", "highest")
+#: The values ``Config.default_float`` takes.
+DEFAULT_FLOATS = ("float64", "float32")
 #: Settings read while staging, with the values each takes: changing one empties the caches.
-_CHOICES = {"linalg_kernels": LINALG_KERNELS, "default_matmul_precision": PRECISIONS}
+_CHOICES = {"linalg_kernels": LINALG_KERNELS, "default_matmul_precision": PRECISIONS,
+            "default_float": DEFAULT_FLOATS}
 
 
 config = Config()

@@ -33,7 +33,7 @@ from hlodsl.array import Array, array, default_device
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
     Bool, ComplexFloating, Floating, Integer, SignedInteger, UnsignedInteger, complex64,
-    element_type, float32, float64, int32, int64, pred, uint64,
+    default_inexact, element_type, float32, float64, int32, int64, pred, uint64,
 )
 
 from .broadcasting import broadcast_to
@@ -92,7 +92,7 @@ def asarray(obj, dtype=None, copy=None, device=None):
     """``obj`` as an array: arrays pass through (converted to ``dtype`` if given).
 
     numpy arrays keep their dtype; nested lists and Python scalars take numpy's
-    defaults (int64, float64, complex128, bool). Lists that hold hlodsl arrays
+    defaults (int64, float64, complex128, bool; floats ``hd.config.default_float``). Lists that hold hlodsl arrays
     (symbolic ones too) are stacked. Arrays are immutable, so ``copy=True``
     needs no copy; ``copy=False`` refuses a conversion.
 
@@ -132,6 +132,8 @@ def asarray(obj, dtype=None, copy=None, device=None):
         raise fail(TypeError, f"asarray: cannot convert {type(obj).__name__} {_short(obj)} to an "
                               "array; give a number, a bool, a (nested) sequence of them or an "
                               "array") from None
+    if dt is None and type(obj) in (float, complex, list, tuple) and data.dtype.kind in "fc":
+        data = data.astype(default_inexact(element_type(data.dtype)).np_dtype)  # Python floats
     try:
         return array(data)
     except TypeError as e:
@@ -209,7 +211,7 @@ def zeros(shape, dtype=None, device=None):
     hlodsl.Array[float64, (2,)]([0., 0.])
     """
     _check_device(device, "zeros")
-    return full(_shape(shape, "zeros"), 0, _dtype(dtype, float64, "zeros"))
+    return full(_shape(shape, "zeros"), 0, _dtype(dtype, default_inexact(float64), "zeros"))
 
 
 @dispatch
@@ -221,7 +223,7 @@ def ones(shape, dtype=None, device=None):
     hlodsl.Array[int8, (1, 2)]([[1, 1]])
     """
     _check_device(device, "ones")
-    return full(_shape(shape, "ones"), 1, _dtype(dtype, float64, "ones"))
+    return full(_shape(shape, "ones"), 1, _dtype(dtype, default_inexact(float64), "ones"))
 
 
 @dispatch
@@ -232,7 +234,7 @@ def empty(shape, dtype=None, device=None):
     hlodsl.Array[float64, (0,)]([])
     """
     _check_device(device, "empty")
-    return full(_shape(shape, "empty"), 0, _dtype(dtype, float64, "empty"))
+    return full(_shape(shape, "empty"), 0, _dtype(dtype, default_inexact(float64), "empty"))
 
 
 @dispatch
@@ -341,7 +343,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
                                "finite")
     n = max(math.ceil(length), 0)
     floats = any(not isinstance(v, numbers.Integral) for v in (start, stop, step))
-    dt = _dtype(dtype, float64 if floats else int64, "arange")
+    dt = _dtype(dtype, default_inexact(float64) if floats else int64, "arange")
     if issubclass(dt, Bool) and n > 2:
         raise fail(ValueError, f"arange: a bool range has at most 2 elements, not {n}")
     if n == 0:
@@ -386,7 +388,8 @@ def linspace(start, stop, num, dtype=None, endpoint=True, device=None):
             raise fail(TypeError, f"linspace: {name} must be a static number, got "
                                   f"{type(v).__name__} {v!r}")
     wd = element_type(np.result_type(start, stop, float(num)))
-    dt = _dtype(dtype, wd, "linspace")
+    python = not isinstance(start, np.generic) and not isinstance(stop, np.generic)
+    dt = _dtype(dtype, default_inexact(wd) if python else wd, "linspace")
     div = num - 1 if endpoint else num
     delta = np.subtract(stop, start, dtype=wd.np_dtype)
     m = num - 1 if endpoint and num > 1 else num  # the elements computed; stop is appended
@@ -441,7 +444,7 @@ def eye(n_rows, n_cols=None, k=0, dtype=None, device=None):
     m = n if n_cols is None else as_int(n_cols, "eye", "n_cols")
     shape = _shape((n, m), "eye")
     mask = _diagonal_mask(shape, as_int(k, "eye", "k"), "EQ")
-    return lift(mask, _dtype(dtype, float64, "eye"))
+    return lift(mask, _dtype(dtype, default_inexact(float64), "eye"))
 
 
 def _triangle(x, k, direction: str, what: str):

@@ -41,8 +41,8 @@ from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import (
     Bool, ComplexFloating, ElementType, Floating, Inexact, Integer, Number, SignedInteger,
-    UnsignedInteger, bfloat16, complex64, complex128, element_type, float16, float32,
-    float64, int64, pred,
+    UnsignedInteger, bfloat16, complex64, complex128, default_inexact, element_type, float16,
+    float32, float64, int64, pred,
 )
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
@@ -126,14 +126,15 @@ def _scalar_fits(dtype, value) -> bool:
 
 
 def scalar_default(value):
-    """numpy's default element type of a Python scalar: pred, int64, float64, complex128."""
+    """numpy's default element type of a Python scalar: pred, int64, float64, complex128
+    (float32 and complex64 where ``hd.config.default_float = "float32"``)."""
     if isinstance(value, bool):
         return pred
     if isinstance(value, numbers.Integral):
         return int64
     if isinstance(value, numbers.Real):
-        return float64
-    return complex128
+        return default_inexact(float64)
+    return default_inexact(complex128)
 
 
 def _as_python_number(x):

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from hlodsl.array import Device, default_device
 from hlodsl.dtypes import (
-    complex64, complex128, float32, float64, int8, int16, int32, int64, pred, uint8, uint16,
-    uint32, uint64,
+    complex64, complex128, default_inexact, float32, float64, int8, int16, int32, int64, pred,
+    uint8, uint16, uint32, uint64,
 )
 
 from .data_types import isdtype
@@ -65,7 +65,8 @@ class Info:
         int64
         """
         self._check(device)
-        return {"real floating": float64, "complex floating": complex128,
+        return {"real floating": default_inexact(float64),
+                "complex floating": default_inexact(complex128),
                 "integral": int64, "indexing": int64}
 
     def dtypes(self, *, device: Device | None = None, kind=None) -> dict:
