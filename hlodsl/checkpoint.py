@@ -35,8 +35,8 @@ import numpy as np
 from . import runtime
 from .array import Array, array_class, sharded_class
 from .dtypes import element_type
-from .types import ArrayType
 from .tree import flatten, leaf_paths, unflatten
+from .types import ArrayType
 
 __all__ = ["save", "load"]
 

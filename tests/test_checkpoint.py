@@ -94,20 +94,20 @@ def test_a_sharded_array_is_gathered_and_loaded_back_with_its_sharding(tmp_path)
 
 @pytest.mark.parametrize("change, message", [
     (lambda t: t["layers"].append(t["layers"][0]),
-     r"has no tree\['layers'\]\[2\]\.W, tree\['layers'\]\[2\]\.b; like= must have the "
-     r"structure"),
+     (r"has no tree\['layers'\]\[2\]\.W, tree\['layers'\]\[2\]\.b; like= must have the "
+     r"structure")),
     (lambda t: t.pop("opt"),
-     r"holds tree\['opt'\]\['step'\], tree\['opt'\]\['mask'\], tree\['opt'\]\['z'\], which "
-     r"like= does not have"),
+     (r"holds tree\['opt'\]\['step'\], tree\['opt'\]\['mask'\], tree\['opt'\]\['z'\], which "
+     r"like= does not have")),
     (lambda t: t["opt"].update(lr=t["opt"].pop("step")),
      r"has no tree\['opt'\]\['lr'\] and holds tree\['opt'\]\['step'\], which like= does not"),
     (lambda t: t.update(opt={**t["opt"], "step": hd.array(np.int32([7, 8]))}),
-     r"load: tree\['opt'\]\['step'\] has shape \(\) in the checkpoint .*, but like's has "
-     r"shape \(2,\)"),
+     (r"load: tree\['opt'\]\['step'\] has shape \(\) in the checkpoint .*, but like's has "
+     r"shape \(2,\)")),
     (lambda t: t["layers"].__setitem__(1, Layer(hd.array(np.zeros((2, 3), np.float32)),
                                                 t["layers"][1].b)),
-     r"load: tree\['layers'\]\[1\]\.W is bfloat16 in the checkpoint .*, but like's is "
-     r"float32"),
+     (r"load: tree\['layers'\]\[1\]\.W is bfloat16 in the checkpoint .*, but like's is "
+     r"float32")),
     (lambda t: t.update(narrow=Pair(t["narrow"].first, 3)),
      r"holds tree\['narrow'\]\.second, which like= does not have"),
 ])

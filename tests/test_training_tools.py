@@ -85,7 +85,7 @@ SCHEDULES = {
 def test_schedule_values_equal_optax(name):
     ours, theirs = SCHEDULES[name][0](nn.schedules), SCHEDULES[name][1]()
     staged = hd.compile(lambda t: ours(t))
-    steps = range(0, 130)
+    steps = range(130)
     got = np.array([float(staged(hd.array(np.int32(t)))) for t in steps])
     want = np.array([float(theirs(jnp.int32(t))) for t in steps])
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-7)

@@ -20,7 +20,7 @@ the step count to a scalar array works as a schedule too.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 
