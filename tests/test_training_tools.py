@@ -250,3 +250,11 @@ def test_a_schedule_returning_a_non_array_is_refused_at_the_update():
     p = hd.array(np.float32([1.0]))
     with pytest.raises(TypeError, match="schedule given as lr must return a real scalar"):
         opt.update(p, opt.init(p), p)
+
+
+def test_a_schedule_returning_a_vector_is_refused_at_the_update():
+    opt = nn.sgd(lr=lambda step: hd.array(np.float32([0.1, 0.2])))
+    p = hd.array(np.float32([1.0]))
+    with pytest.raises(TypeError, match=r"schedule given as lr must return a real scalar array, "
+                                        r"got f32\[2\]"):
+        opt.update(p, opt.init(p), p)

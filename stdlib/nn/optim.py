@@ -22,11 +22,10 @@ hlodsl.Array[float32, (2,)]([0.9, 1.9])
 
 from __future__ import annotations
 
+import numbers
 from typing import Callable, NamedTuple
 
 import numpy as np
-
-import numbers
 
 from hlodsl.array import Array, array
 from hlodsl.dtypes import Bool, ComplexFloating, Inexact, complex128, float32, float64
@@ -232,10 +231,12 @@ def _at(value, count: Array, name: str, params: list):
         out = value(count)
     if isinstance(out, numbers.Real) and not isinstance(out, bool):
         return out
-    if not isinstance(out, Array):
+    if not isinstance(out, Array) or out.shape != () or issubclass(
+            out.dtype, (Bool, ComplexFloating)):
+        got = out.type if isinstance(out, Array) else f"{type(out).__name__} {out!r}"
         raise fail(TypeError, f"the schedule given as {name} must return a real scalar "
-                              f"array, got {type(out).__name__} {out!r}")
-    return _scalar_hyper(out, "optimizer", f"{name}'s schedule value")
+                              f"array, got {got}")
+    return out
 
 
 def _is_zero(value) -> bool:
