@@ -23,7 +23,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import dims
+from ._checks import dims, num_windows
 from .reduce import check_identity_init
 
 __all__ = ["ReduceWindow"]
@@ -74,15 +74,9 @@ def window_shape(op, operand: ArrayType, types) -> tuple[int, ...]:
             f"window has {len(op.window_dimensions)} dimensions for a rank-{operand.rank} operand")
     base = getattr(op, "base_dilations", ones(op))
     wdil = getattr(op, "window_dilations", ones(op))
-    out = []
-    for d, size in enumerate(operand.shape):
-        lo, hi = op.padding[d]
-        padded = lo + hi + ((size - 1) * base[d] + 1 if size else 0)
-        require(padded >= 0, op, types,
-                f"padding {op.padding[d]} leaves dimension {d} with negative size")
-        window = (op.window_dimensions[d] - 1) * wdil[d] + 1
-        out.append(0 if padded < window else (padded - window) // op.window_strides[d] + 1)
-    return tuple(out)
+    return tuple(num_windows(op, types, f"dimension {d}", size, op.padding[d],
+                             op.window_dimensions[d], op.window_strides[d], base[d], wdil[d])
+                 for d, size in enumerate(operand.shape))
 
 
 def window_text(op) -> str:

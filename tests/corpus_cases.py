@@ -128,6 +128,10 @@ SAME_TYPE = r"(same|equal|one|matching) (shapes and )?(element )?types?|" \
 #: What an unknown dtype should be answered with: the supported ones, or where to find them.
 DTYPES = r"float32|supported|one of"
 BROADCAST = r"broadcast"
+#: A window op's padding that crops more than the (dilated) input holds: the padded input
+#: would have a negative size. (A window that merely does not fit is legal: StableHLO's
+#: is_empty_window gives an empty result, as jax.lax and XLA do.)
+CROP = r"negative size|crops? (more|past|below)|may crop at most|at least 0|non-?negative"
 SQUARE = r"square|\(\.\.\., ?n, ?n\)|n ?x ?n|\[\.\.\., ?n, ?n\]|minor dimensions .{0,20}equal"
 
 
@@ -429,6 +433,10 @@ case("ops", "Slice-wrong-rank", lambda: ops.Slice((0,), (1,))(F23), SE,
      w("Slice"), T("f32", 2, 3), r"one (entry|index) per dimension|" + RANK(2), op="Slice")
 case("ops", "Slice-None-limit", lambda: ops.Slice((0,), None), TE,
      w("Slice"), w("limit_indices"), INT, op="Slice")
+case("ops", "Slice-empty-past-the-end", lambda: ops.Slice((4,), (4,))(F3), SE,
+     w("Slice"), T("f32", 3), r"limit index 4|\b4\b", r"exceeds|<=|size 3|bound", op="Slice")
+case("ops", "Slice-limit-past-end-2d", lambda: ops.Slice((0, 0), (2, 4))(F23), SE,
+     w("Slice"), T("f32", 2, 3), r"limit index 4|dimension 1", r"exceeds|<=|size 3", op="Slice")
 
 case("ops", "Pad-negative-interior", lambda: ops.Pad((1,), (1,), (-1,)), VE,
      w("Pad"), w("interior"), NONNEG, op="Pad")
@@ -444,6 +452,9 @@ case("ops", "Pad-value-type-differs", lambda: ops.Pad((1,), (1,))(F3, IS), SE,
      w("Pad"), T("s32"), SAME_TYPE + r"|element type", op="Pad")
 case("ops", "Pad-crops-below-zero", lambda: ops.Pad((-2,), (-2,))(F3, FS), SE,
      w("Pad"), T("f32", 3), r"negative|at least 0|non-?negative|< ?0", op="Pad")
+case("ops", "Pad-crops-past-interior-padding",
+     lambda: ops.Pad((-3,), (-3,), (1,))(F3, _a(0, np.float32)), SE,
+     w("Pad"), T("f32", 3), r"dimension 0|-1", CROP, op="Pad")
 
 case("ops", "Concatenate-dimension-float", lambda: ops.Concatenate(1.5), TE,
      w("Concatenate"), w("dimension"), INT, op="Concatenate")
@@ -579,12 +590,19 @@ case("ops", "DynamicSlice-missing-starts", lambda: ops.DynamicSlice((2,))(F3), S
 case("ops", "DynamicSlice-size-too-big", lambda: ops.DynamicSlice((5,))(F3, IS), SE,
      w("DynamicSlice"), r"slice_sizes|\(5,\)|\b5\b", r"<=|exceed|larger|at most|fit",
      op="DynamicSlice")
+case("ops", "DynamicSlice-size-too-big-2d", lambda: ops.DynamicSlice((2, 4))(F23, IS, IS), SE,
+     w("DynamicSlice"), T("f32", 2, 3), r"slice size 4|dimension 1", r"exceed|<=|at most|fit",
+     op="DynamicSlice")
 case("ops", "DynamicSlice-float-start", lambda: ops.DynamicSlice((2,))(F3, FS), SE,
      w("DynamicSlice"), T("f32"), r"integer|int", op="DynamicSlice")
 case("ops", "DynamicSlice-vector-start", lambda: ops.DynamicSlice((2,))(F3, I3), SE,
      w("DynamicSlice"), T("s32", 3), r"scalar", op="DynamicSlice")
 case("ops", "DynamicUpdateSlice-update-too-big", lambda: ops.DynamicUpdateSlice()(F3, F4, IS), SE,
      w("DynamicUpdateSlice"), T("f32", 4), r"<=|exceed|larger|at most|fit",
+     op="DynamicUpdateSlice")
+case("ops", "DynamicUpdateSlice-update-too-big-2d",
+     lambda: ops.DynamicUpdateSlice()(F23, F32m, IS, IS), SE,
+     w("DynamicUpdateSlice"), T("f32", 3, 2), r"<=|exceed|larger|at most|fit",
      op="DynamicUpdateSlice")
 case("ops", "DynamicUpdateSlice-types-differ",
      lambda: ops.DynamicUpdateSlice()(F3, _a([1], np.int32), IS), SE,
@@ -640,6 +658,11 @@ case("ops", "Scatter-update-type-differs",
 case("ops", "Scatter-update-shape-wrong",
      lambda: ops.Scatter(add, **_SCATTER)(F3, _a([[0]], np.int32), _a([1, 2], np.float32)), SE,
      w("Scatter"), T("f32", 2), r"shape|expected|must be|must match", op="Scatter")
+case("ops", "Scatter-update-window-larger-than-operand",
+     lambda: ops.Scatter(add, update_window_dims=(1,), inserted_window_dims=(),
+                         scatter_dims_to_operand_dims=(0,), index_vector_dim=1)(
+         F3, _a([[0]], np.int32), _a(np.ones((1, 5)), np.float32)), SE,
+     w("Scatter"), T("f32", 1, 5), r"exceeds|<=|larger|at most|fit", op="Scatter")
 
 case("ops", "Map-computation-not-callable", lambda: ops.Map(3), TE,
      w("Map"), w("computation"), CALLABLE, op="Map")
@@ -694,9 +717,13 @@ case("ops", "ReduceWindow-strides-wrong-length", lambda: ops.ReduceWindow(add, (
      w("ReduceWindow"), w("window_strides"), r"one per|same length|as many|entr", op="ReduceWindow")
 case("ops", "ReduceWindow-window-rank-differs", lambda: ops.ReduceWindow(add, (2,))(F23, FS), SE,
      w("ReduceWindow"), T("f32", 2, 3), RANK(2) + r"|one per dimension", op="ReduceWindow")
-case("ops", "ReduceWindow-window-larger-than-input",
-     lambda: ops.ReduceWindow(add, (5,))(F3, FS), SE,
-     w("ReduceWindow"), T("f32", 3), r"window|larger|exceed|fit", op="ReduceWindow")
+case("ops", "ReduceWindow-padding-crops-past-input",
+     lambda: ops.ReduceWindow(add, (1,), padding=((-2, -2),))(F3, _a(0, np.float32)), SE,
+     w("ReduceWindow"), T("f32", 3), r"\(-2, -2\)|padding", CROP, op="ReduceWindow")
+case("ops", "ReduceWindow-padding-crops-past-dilated-input",
+     lambda: ops.ReduceWindow(add, (1,), base_dilations=(2,), padding=((-3, -3),))(
+         F3, _a(0, np.float32)), SE,
+     w("ReduceWindow"), T("f32", 3), r"\(-3, -3\)|base dilation", CROP, op="ReduceWindow")
 case("ops", "ReduceWindow-init-type-differs", lambda: ops.ReduceWindow(add, (2,))(F3, IS), SE,
      w("ReduceWindow"), T("s32"), SAME_TYPE + r"|element type", op="ReduceWindow")
 
@@ -709,6 +736,13 @@ case("ops", "SelectAndScatter-source-shape",
      lambda: ops.SelectAndScatter(lambda a, b: ops.Compare("GE")(a, b), add, (2,), (2,))(
          F4, F3, _a(0, np.float32)), SE,
      w("SelectAndScatter"), T("f32", 3), r"source|window|shape", op="SelectAndScatter")
+case("ops", "SelectAndScatter-negative-padding",
+     lambda: ops.SelectAndScatter(lt, add, (2,), padding=((-1, 0),)), VE,
+     w("SelectAndScatter"), w("padding"), NONNEG, op="SelectAndScatter")
+case("ops", "SelectAndScatter-window-larger-than-operand-with-a-source",
+     lambda: ops.SelectAndScatter(lambda a, b: ops.Compare("GE")(a, b), add, (5,))(
+         F3, _a([1], np.float32), _a(0, np.float32)), SE,
+     w("SelectAndScatter"), T("f32", 1), r"\(0,\)", r"source|windowed", op="SelectAndScatter")
 case("ops", "SelectAndScatter-select-returns-float",
      lambda: ops.SelectAndScatter(add, add, (2,), (2,))(F4, _a([1, 1], np.float32),
                                                         _a(0, np.float32)), (SE, STE),
@@ -900,6 +934,17 @@ case("ops", "Convolution-features-differ", lambda: ops.Convolution()(IMG, K_C2),
 case("ops", "Convolution-stride-wrong-length",
      lambda: ops.Convolution(window_strides=(1,))(IMG, K33), SE,
      w("Convolution"), w("window_strides"), r"spatial|one per|2 entr|two", op="Convolution")
+case("ops", "Convolution-padding-crops-past-input",
+     lambda: ops.Convolution(padding=((-3, -3), (0, 0)))(IMG, K33), SE,
+     w("Convolution"), T("f32", 1, 1, 4, 4), r"\(-3, -3\)|padding", CROP, op="Convolution")
+case("ops", "Convolution-padding-crops-past-dilated-input",
+     lambda: ops.Convolution(padding=((-4, -4), (0, 0)), lhs_dilation=(2, 1))(IMG, K33), SE,
+     w("Convolution"), T("f32", 1, 1, 4, 4), r"\(-4, -4\)|base dilation", CROP,
+     op="Convolution")
+case("ops", "Convolution-padding-crops-an-empty-input",
+     lambda: ops.Convolution(padding=((0, 0), (-1, 0)))(_a(np.zeros((1, 1, 4, 0)), np.float32),
+                                                       K33), SE,
+     w("Convolution"), T("f32", 1, 1, 4, 0), r"\(-1, 0\)|padding", CROP, op="Convolution")
 
 case("ops", "CustomCall-target-not-string",
      lambda: ops.CustomCall(5, hd.ArrayType(hd.float32, (3,))),
