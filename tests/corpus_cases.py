@@ -960,6 +960,23 @@ case("ops", "CustomCall-layout-not-permutation",
 case("ops", "CustomCall-side-effect-string",
      lambda: ops.CustomCall("t", hd.ArrayType(hd.float32, (3,)), has_side_effect="yes"), TE,
      w("CustomCall"), w("has_side_effect"), r"True or False|bool", op="CustomCall")
+# A target hlodsl calls itself (stdlib/lapack.py registers what its kernels write).
+case("ops", "CustomCall-lapack-result-larger-than-written",
+     lambda: ops.CustomCall("lapack_spotrf_ffi", (hd.ArrayType(hd.float32, (64, 64)),
+                                                  hd.ArrayType(hd.int32, ())),
+                            {"uplo": np.uint8(ord("L"))})(F22), SE,
+     w("CustomCall"), r"lapack_spotrf_ffi", T("f32", 2, 2), r"f32\[64,64\]",
+     r"writes \(f32\[2,2\], s32\[\]\)", op="CustomCall")
+case("ops", "CustomCall-lapack-operand-not-square",
+     lambda: ops.CustomCall("lapack_spotrf_ffi", (hd.ArrayType(hd.float32, (2, 3)),
+                                                  hd.ArrayType(hd.int32, ())),
+                            {"uplo": np.uint8(ord("L"))})(F23), SE,
+     w("CustomCall"), r"lapack_spotrf_ffi", T("f32", 2, 3), SQUARE, op="CustomCall")
+case("ops", "CustomCall-lapack-operand-wrong-element-type",
+     lambda: ops.CustomCall("lapack_dgetrf_ffi", (hd.ArrayType(hd.float32, (2, 2)),
+                                                  hd.ArrayType(hd.int32, (2,)),
+                                                  hd.ArrayType(hd.int32, ())))(F22), SE,
+     w("CustomCall"), r"lapack_dgetrf_ffi", T("f32", 2, 2), r"float64", op="CustomCall")
 
 case("ops", "AllReduce-computation-None", lambda: ops.AllReduce(None), TE,
      w("AllReduce"), w("computation"), CALLABLE, op="AllReduce")
