@@ -103,8 +103,10 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
     Called as ``ReduceWindow(f, window_dimensions, ...)(*operands, *inits)``.
     Strides and dilations default to 1, padding to ``(0, 0)`` per dimension.
     Result dimension d has ``(padded_d - dilated_window_d) // stride_d + 1``
-    elements, where ``padded_d = (n_d - 1) * base_dilation_d + 1 + low_d + high_d``;
-    returns one array for one operand, a tuple for several.
+    elements, where ``padded_d = (n_d - 1) * base_dilation_d + 1 + low_d + high_d``
+    (0 elements where the window does not fit: StableHLO's ``is_empty_window``;
+    padding that crops ``padded_d`` below 0 is a ShapeError); returns one array
+    for one operand, a tuple for several.
 
     Each initial value must be the identity of ``f``, as for ``Reduce`` (see
     there; StableHLO leaves results for any other implementation-defined). It

@@ -587,60 +587,60 @@ def test_custom_call_bad_static_operands_fail_at_construction():
 _F32 = np.float32
 
 
-@pytest.mark.parametrize("out, operand, writes", [
-    # The issue's repro: 64x64 declared, the kernel writes 2x2 (the rest was garbage).
-    (((64, 64), ()), (2, 2), "(f32[2,2], s32[])"),
-    (((2, 2), (3,)), (2, 2), "(f32[2,2], s32[])"),                 # info: one per matrix
-    (((4, 2, 2), (4,)), (2, 2), "(f32[2,2], s32[])"),              # a batch never given
+_HLO_TYPE = re.compile(r"\b([a-z]+\d+)\[([\d,]*)\]")
+
+
+def _hlo_types(text: str) -> list[ArrayType]:
+    """The array types written in HLO text, in order (``(f32[2,2], s32[])``)."""
+    names = {"f32": np.float32, "f64": np.float64, "c64": np.complex64,
+             "c128": np.complex128, "s32": np.int32}
+    return [ArrayType(names[t], tuple(int(d) for d in dims.split(",") if d))
+            for t, dims in _HLO_TYPE.findall(text)]
+
+
+@pytest.mark.parametrize("declared", [
+    "(f32[64,64], s32[])",  # the issue's repro: the kernel writes 2x2, the rest was garbage
+    "(f32[2,2], s32[3])",   # info: one per matrix
+    "(f32[4,2,2], s32[4])",  # a batch the operand does not have
+    "(f32[1,1], s32[])",    # smaller: the kernel would write past it
 ])
-def test_custom_call_of_a_lapack_target_must_declare_what_the_kernel_writes(out, operand,
-                                                                         writes):
-    op = ops.CustomCall("lapack_spotrf_ffi", (ArrayType(_F32, out[0]), ArrayType(np.int32, out[1])),
+def test_custom_call_of_a_lapack_target_must_declare_what_the_kernel_writes(declared):
+    op = ops.CustomCall("lapack_spotrf_ffi", tuple(_hlo_types(declared)),
                         {"uplo": np.uint8(ord("L"))})
-    x = hd.array(4 * np.eye(*operand[-2:], dtype=_F32))
+    x = hd.array(4 * np.eye(2, dtype=_F32))
     _raises_eager_and_staged(lambda x: op(x)[0], (x,), "CustomCall(target='lapack_spotrf_ffi'",
-                             f"({x.type})", f"lapack_spotrf_ffi writes {writes} for these "
-                             "operands, but out_type declares", "uninitialised memory")
+                             "(f32[2,2])", "lapack_spotrf_ffi writes (f32[2,2], s32[]) for these "
+                             f"operands, but out_type declares {declared}",
+                             "uninitialised memory")
 
 
 @pytest.mark.parametrize("target, out, args, attributes, message", [
-    ("lapack_dpotrf_ffi", ((2, 2), ()), [np.eye(2, dtype=_F32)], {"uplo": "L"},
+    ("lapack_dpotrf_ffi", "(f32[2,2], s32[])", [np.eye(2, dtype=_F32)], {"uplo": "L"},
      "a must be float64 (the target's element type), got f32[2,2]"),
-    ("lapack_spotrf_ffi", ((2, 3), ()), [np.ones((2, 3), _F32)], {"uplo": "L"},
+    ("lapack_spotrf_ffi", "(f32[2,3], s32[])", [np.ones((2, 3), _F32)], {"uplo": "L"},
      "a must be square (..., n, n), got f32[2,3]"),
-    ("lapack_spotrf_ffi", ((2, 2), ()), [np.eye(2, dtype=_F32)], {},
+    ("lapack_spotrf_ffi", "(f32[2,2], s32[])", [np.eye(2, dtype=_F32)], {},
      "needs the attribute uplo, one of L, U"),
-    ("lapack_spotrf_ffi", ((2, 2), ()), [np.eye(2, dtype=_F32)], {"uplo": "X"},
+    ("lapack_spotrf_ffi", "(f32[2,2], s32[])", [np.eye(2, dtype=_F32)], {"uplo": "X"},
      "needs the attribute uplo, one of L, U as np.uint8(ord(c)), got 88"),
-    ("lapack_sgetrf_ffi", ((3,), (1,), ()), [np.ones(3, _F32)], {},
+    ("lapack_sgetrf_ffi", "(f32[3], s32[1], s32[])", [np.ones(3, _F32)], {},
      "a must be a stack of matrices with rank >= 2, got f32[3]"),
-    ("lapack_strsm_ffi", ((2, 5),), [np.eye(3, dtype=_F32), np.ones((2, 5), _F32)],
+    ("lapack_strsm_ffi", "f32[2,5]", [np.eye(3, dtype=_F32), np.ones((2, 5), _F32)],
      {"side": "L", "uplo": "L", "trans_x": "N", "diag": "N"},
      "a (f32[3,3]) must be 2 x 2 to solve a x = b for b (f32[2,5])"),
-    ("lapack_sorgqr_ffi", ((2, 3),), [np.ones((2, 3), _F32), np.ones(2, _F32)], {},
+    ("lapack_sorgqr_ffi", "f32[2,3]", [np.ones((2, 3), _F32), np.ones(2, _F32)], {},
      "a (f32[2,3]) and tau (f32[2]) must be (..., M, N) and (..., K) with M >= N >= K"),
-    ("lapack_sgeqrf_ffi", ((2, 2), (2,)), [np.ones((2, 2), _F32), np.ones((2, 2), _F32)], {},
-     "takes 1 operand(s) (a), got 2"),
+    ("lapack_sgeqrf_ffi", "(f32[2,2], f32[2])", [np.ones((2, 2), _F32), np.ones((2, 2), _F32)],
+     {}, "takes 1 operand(s) (a), got 2"),
 ])
 def test_custom_call_of_a_lapack_target_refuses_operands_the_kernel_cannot_take(
         target, out, args, attributes, message):
-    out = tuple(ArrayType(np.int32 if len(o) < 2 and target.endswith(("potrf_ffi", "getrf_ffi"))
-                          else _F32, o) for o in out)
+    out = _hlo_types(out)
     op = ops.CustomCall(target, out if len(out) > 1 else out[0],
                         {k: np.uint8(ord(v)) for k, v in attributes.items()})
     arrays = [hd.array(a) for a in args]
     _raises_eager_and_staged(lambda *xs: op(*xs), arrays, f"CustomCall(target='{target}'",
                              f"{target}: {message}")
-
-
-_HLO_TYPE = re.compile(r"\b([a-z]+\d+)\[([\d,]*)\]")
-
-
-def _hlo_types(text: str) -> list[ArrayType]:
-    names = {"f32": np.float32, "f64": np.float64, "c64": np.complex64,
-             "c128": np.complex128, "s32": np.int32}
-    return [ArrayType(names[t], tuple(int(d) for d in dims.split(",") if d))
-            for t, dims in _HLO_TYPE.findall(text)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex128])
