@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import plum
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
@@ -65,9 +64,9 @@ SE, STE = hd.ShapeError, hd.StagingError
 TE, VE, IE = TypeError, ValueError, IndexError
 AXIS = (IndexError, ValueError)  # numpy's AxisError is both
 SHAPE_OR_VALUE = (hd.ShapeError, ValueError)
-#: A call no method of a generic accepts: the docs promise plum's lookup error,
-#: numpy users expect a TypeError; either is fine if it says what was wrong.
-DISPATCH = (TypeError, plum.NotFoundLookupError)
+#: A call no method of a generic accepts: hd.NoMethodError, a TypeError as numpy raises
+#: for operands of the wrong type, naming their types.
+DISPATCH = TypeError
 
 _NP = {"f32": "float32", "f64": "float64", "s32": "int32", "u32": "uint32",
        "pred": "bool", "c64": "complex64", "s64": "int64", "u64": "uint64"}
