@@ -16,7 +16,7 @@ from .context import STATE
 
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
-    "NoMethodError", "RecompileWarning",
+    "NoMethodError", "ArraySizeError", "RecompileWarning",
     "SourceLocation", "user_location", "require",
 ]
 
@@ -47,6 +47,26 @@ class XlaCompileError(HloDslError):
 
 class MemoryLimitError(HloDslError, MemoryError):
     """A program cannot be made to fit its ``memory_limit`` (``hd.compile(f, memory_limit=...)``)."""
+
+
+class ArraySizeError(HloDslError, ValueError):
+    """An array type whose element count or size in bytes XLA cannot count (over int64).
+
+    A ``ValueError``, as numpy's "array is too big". ``op`` is the op whose
+    result it would have been, once known.
+    """
+
+    op = None
+
+    def of(self, op, operand_types) -> ArraySizeError:
+        """This error said as ``op``'s, applied to ``operand_types``, at the user's line."""
+        if self.op is not None:  # an inner op already said it
+            return self
+        types = ", ".join(str(t) for t in operand_types)
+        err = ArraySizeError(with_location(f"{op!r} cannot be applied to ({types}): "
+                                           f"its result {self}"))
+        err.op = op
+        return err
 
 
 class NoMethodError(HloDslError, plum.NotFoundLookupError, TypeError):
