@@ -347,6 +347,8 @@ def _to_host(x, np_dtype) -> np.ndarray:
     except TypeError as e:
         raise TypeError(f"array: cannot convert {_what(x, np_dtype)} ({e}); give a number, "
                         "a bool, a (nested) list of them or an array") from None
+    if not host.dtype.isnative:  # big-endian data ('>f4'): swapped once, into a private copy
+        host = host.astype(host.dtype.newbyteorder("="))
     if host.dtype == object and not isinstance(x, np.ndarray):
         for v in host.flat:  # numpy keeps ints beyond 64 bits as Python objects
             if isinstance(v, int) and not -2**63 <= v < 2**64:

@@ -355,8 +355,14 @@ def element_type(x, *, caller: str | None = None) -> type[ElementType]:
     except TypeError:
         raise _unknown(f"{x!r} does not name an XLA element type", caller) from None
     try:
-        return _BY_NUMPY[dt]
+        # Byte order is how numpy stores a value, not which value: '>f4' is float32, as in
+        # numpy's and jax's arithmetic; hlodsl.array swaps the bytes of such data once.
+        return _BY_NUMPY[dt if dt.isnative else dt.newbyteorder("=")]
     except KeyError:
+        if dt.names:
+            raise _unknown(f"numpy dtype {dt} is structured (fields {', '.join(dt.names)}), and "
+                           "an array holds one element type: make an array of each field "
+                           "(x['name'])", caller) from None
         raise _unknown(f"numpy dtype {dt} has no XLA element type", caller) from None
 
 
