@@ -5,10 +5,8 @@ users catch that; hlodsl's generics raise ``hd.NoMethodError``, which is one
 (and is also plum's ``NotFoundLookupError``, for code written against plum).
 """
 
-import importlib
 import operator
 import pickle
-import pkgutil
 
 import numpy as np
 import plum
@@ -16,41 +14,14 @@ import pytest
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
-from hlodsl.dispatcher import methods
-
-
-class Opaque:
-    """A type no generic has a method for (and that implements no operator)."""
+from generics import Opaque, no_method_arities, public_generics
 
 
 F3 = hd.array(np.float32([1, 2, 3]))
-
-
-def _public_generics() -> dict[str, plum.Function]:
-    """Every generic a module of hlodsl.stdlib exports (xp.add, xp.linalg.inv, nn.relu, ...)."""
-    found = {}
-    modules = [xp] + [importlib.import_module(m.name)
-                      for m in pkgutil.walk_packages(xp.__path__, "hlodsl.stdlib.")
-                      if not m.name.rsplit(".", 1)[-1].startswith("_")]
-    for mod in modules:
-        for name in dir(mod):
-            obj = getattr(mod, name)
-            if not name.startswith("_") and isinstance(obj, plum.Function):
-                found.setdefault(obj.__name__, obj)
-    return found
-
-
-GENERICS = _public_generics()
+GENERICS = public_generics()
 #: Generics with a method for any number of arguments of any type (``*args``), which
 #: check their arguments themselves: no call is a "no method" case.
 TAKE_ANYTHING = {"meshgrid", "result_type"}
-
-
-def _no_method_arities(generic) -> list[int]:
-    """The numbers of Opaque arguments that no method of ``generic`` takes."""
-    most = max((len(m.signature.types) for m in methods(generic)), default=0)
-    return [k for k in range(most + 2)
-            if getattr(generic.resolve_method((Opaque(),) * k)[0], "__hlodsl_no_method__", False)]
 
 
 @pytest.mark.parametrize("bad, shown", [(None, "NoneType"), ("a", "str"),
@@ -76,13 +47,13 @@ def test_no_method_is_still_plums_lookup_error_and_pickles():
 def test_the_sweep_covers_the_namespace():
     assert {"add", "sum", "matmul", "inv", "fft", "cross_entropy", "where", "take"} <= set(GENERICS)
     assert len(GENERICS) > 150
-    assert {n for n, g in GENERICS.items() if not _no_method_arities(g)} == TAKE_ANYTHING
+    assert {n for n, g in GENERICS.items() if not no_method_arities(g)} == TAKE_ANYTHING
 
 
 @pytest.mark.parametrize("name", sorted(GENERICS))
 def test_every_public_generic_refuses_arguments_it_has_no_method_for_with_a_type_error(name):
     generic = GENERICS[name]
-    for k in _no_method_arities(generic):
+    for k in no_method_arities(generic):
         with pytest.raises(TypeError) as info:
             generic(*(Opaque(),) * k)
         message = str(info.value)
