@@ -80,6 +80,8 @@ class Dispatcher:
         return generic
 
     def __getattr__(self, name: str):
+        if name == "_plum":  # not set yet (copy, unpickling): no recursion through here
+            raise AttributeError(name)
         return getattr(self._plum, name)  # functions, classes, clear_cache: plum's own
 
 
@@ -104,7 +106,7 @@ def _add_no_method(generic: plum.Function) -> None:
 
 def _message(generic: plum.Function, args: tuple) -> str:
     name = generic.__name__
-    types = ", ".join(map(describe, args))
+    types = ", ".join(map(argument_type, args))
     listed = "".join(f"\n    {c}" for c in _candidates(generic, len(args)))
     if not listed:
         return with_location(f"{name}: no method for argument types ({types}); "
@@ -142,11 +144,11 @@ def _signature(impl: Callable) -> str:
         return "(...)"
 
 
-def describe(value) -> str:
+def argument_type(value) -> str:
     """The type of ``value`` as an error message names it: ``f32[3]``, ``NoneType``, ...
 
     >>> import numpy as np
-    >>> describe(None), describe(np.zeros((2, 3), np.float32)), describe([1])
+    >>> argument_type(None), argument_type(np.zeros((2, 3), np.float32)), argument_type([1])
     ('NoneType', 'ndarray[float32, (2, 3)]', 'list')
     """
     t = getattr(value, "type", None)
