@@ -9,8 +9,14 @@ rows as dicts, for tests and scripts. See docs/benchmarks.md.
 
 from __future__ import annotations
 
-from .report import machine, table
-from .timing import settings
+import jax
+
+# The peers run with x64 on, as the float64 rows need (hlodsl leaves jax's flag alone):
+# both sides of every row run under the same setting.
+jax.config.update("jax_enable_x64", True)
+
+from .report import machine, table  # noqa: E402
+from .timing import settings  # noqa: E402
 
 __all__ = ["run", "table", "machine"]
 

@@ -11,7 +11,6 @@ compiled step (XLA inserts the gradient all-reduce) updates the same
 parameters everywhere. Process 0 writes the final parameters to ``out.npz``.
 """
 
-import os
 import sys
 
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 import hlodsl as hd
 import hlodsl.stdlib as xp
 
-if "HLODSL_COORDINATOR" in os.environ:
+if hd.distributed.launcher() is not None:  # hlodsl.launch, srun or mpirun started us
     hd.distributed.initialize()
 
 STEPS, BATCH, D_IN, D_HID, D_OUT = 3, 32, 16, 32, 4

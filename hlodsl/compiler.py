@@ -19,7 +19,7 @@ import threading
 import warnings
 
 from .cache import BoundedCache
-from .errors import RecompileWarning
+from .errors import RecompileWarning, StaticArgumentWarning
 from .context import STATE as _STATE
 from .printer import module_text
 from .runtime import Executable, compile_hlo
@@ -193,6 +193,7 @@ class Compiled:
         self._lock = threading.Lock()  # one thread compiles a signature, the others wait
         self.compiles = 0  # signatures compiled so far, evicted ones included
         self._warn_at = config.recompile_warning
+        self._warned_statics: set[str] = set()  # arguments warned of (StaticArgumentWarning)
 
     def __call__(self, *args, **kwargs):
         if _STATE.builders:  # (current_builder() inlined: this is the call path)
@@ -228,10 +229,12 @@ class Compiled:
             entry = self._entries.get(key)  # another thread may have compiled it meanwhile
             if entry is not None:
                 return entry
-            described = describe(self.fn, args, kwargs)
+            by_identity: list = []
+            described = describe(self.fn, args, kwargs, by_identity)
             entry = self._compile(args, kwargs)
             entry.described = described
             self._note_recompile(described)
+            self._note_identity_statics(by_identity)
             if not kwargs and len(args) == len(leaves) and \
                     all(type(a) is type(l) for a, l in zip(args, leaves)):
                 entry.fast_key = tuple(map(type, args))
@@ -257,6 +260,22 @@ class Compiled:
             + ". Each new signature stages and compiles the function again: pass values "
             "that change from call to call as arrays, not as Python values or new shapes "
             "(hlodsl.config.recompile_warning sets when this warns)"), stacklevel=4)
+
+    def _note_identity_statics(self, by_identity: list) -> None:
+        """Warn, once per argument, of a static argument keyed by its identity: the program
+        keeps what staging read from it, and mutating it will not recompile."""
+        for path, value in by_identity:
+            if path in self._warned_statics:
+                continue
+            self._warned_statics.add(path)
+            kind = type(value).__name__
+            warnings.warn(StaticArgumentWarning(
+                f"{self.name}: static argument '{path}' is a {kind} instance, which compares "
+                "and hashes by identity, so the compiled program keeps the attribute values "
+                f"staging read from it: mutating it (e.g. {path}.attr = ...) will not "
+                "recompile, and later calls run the old values. Pass a value instead: a "
+                "frozen attrs class or frozen dataclass (compared by value), a tuple or "
+                "namedtuple, or pass what changes as arrays"), stacklevel=4)
 
     def _difference(self, described: dict) -> str:
         """How ``described`` differs from the nearest signature still cached."""

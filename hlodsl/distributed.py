@@ -19,36 +19,45 @@ import os
 
 import numpy as np
 
-from . import runtime
+from . import clusters, runtime
 from .sharding import NamedSharding
 
-__all__ = ["initialize", "shutdown", "process_index", "process_count", "local_devices",
+__all__ = ["initialize", "launcher", "shutdown", "process_index", "process_count", "local_devices",
            "make_array_from_process_local_data", "ENV"]
 
-#: Environment variables ``initialize()`` reads when called without arguments
-#: (``python -m hlodsl.launch`` sets them).
-ENV = {"coordinator_address": "HLODSL_COORDINATOR", "num_processes": "HLODSL_NUM_PROCESSES",
-       "process_id": "HLODSL_PROCESS_ID"}
+#: Environment variables ``initialize()`` reads first when called without arguments
+#: (``python -m hlodsl.launch`` sets them); SLURM's and Open MPI's come next
+#: (hlodsl.clusters).
+ENV = clusters.HLODSL_ENV
 
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
                process_id: int | None = None, *, timeout_s: int = 60) -> None:
     """Join ``num_processes`` processes that meet at ``coordinator_address``
-    (``host:port``; process 0 serves it). Missing arguments come from the
-    ``HLODSL_COORDINATOR`` / ``HLODSL_NUM_PROCESSES`` / ``HLODSL_PROCESS_ID``
-    environment variables. Must run before anything else uses hlodsl's runtime.
+    (``host:port``; process 0 serves it). Must run before anything else uses
+    hlodsl's runtime.
+
+    Missing arguments come from the launcher's environment, as
+    ``jax.distributed.initialize()`` finds them: ``python -m hlodsl.launch``'s
+    ``HLODSL_COORDINATOR`` / ``HLODSL_NUM_PROCESSES`` / ``HLODSL_PROCESS_ID``,
+    else SLURM's (``srun``), else Open MPI's (``mpirun``); see hlodsl.clusters.
     A process that does not join, or dies, makes the others fail with an error
     after about ``timeout_s`` seconds instead of waiting forever.
     """
     given = {"coordinator_address": coordinator_address, "num_processes": num_processes,
              "process_id": process_id}
-    for key, value in given.items():
-        if value is None:
-            env = os.environ.get(ENV[key])
-            if env is None:
-                raise ValueError(f"distributed.initialize: {key} not given and "
-                                 f"${ENV[key]} is not set")
-            given[key] = env
+    missing = [k for k, v in given.items() if v is None]
+    if missing:
+        found = clusters.detect(os.environ)
+        launcher, values = found if found is not None else (None, {})
+        for key in missing:
+            if key not in values:
+                where = (f"the {launcher} environment does not give it" if launcher else
+                         "no launcher's environment was found (hlodsl.launch's "
+                         "HLODSL_* variables, SLURM's or Open MPI's)")
+                raise ValueError(f"distributed.initialize: {key} not given and {where}; "
+                                 f"pass it, or set ${ENV[key]}")
+            given[key] = values[key]
     address = str(given["coordinator_address"])
     try:
         n, pid = int(given["num_processes"]), int(given["process_id"])
@@ -62,6 +71,19 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         raise ValueError(f"distributed.initialize: coordinator_address must be host:port, "
                          f"got {address!r}")
     runtime.initialize_distributed(address, n, pid, int(timeout_s))
+
+
+def launcher() -> str | None:
+    """Which launcher's environment this process runs in (``"hlodsl"``, ``"slurm"``,
+    ``"open-mpi"``), or None: whether ``initialize()`` without arguments has a group
+    to join.
+
+    >>> import os
+    >>> launcher() if not any(k.startswith(("HLODSL_C", "SLURM_", "OMPI_")) for k in os.environ) \
+    ...     else None
+    """
+    found = clusters.detect(os.environ)
+    return found[0] if found else None
 
 
 def shutdown() -> None:

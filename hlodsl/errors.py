@@ -16,7 +16,7 @@ from .context import STATE
 
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
-    "NoMethodError", "ArraySizeError", "RecompileWarning",
+    "NoMethodError", "ArraySizeError", "RecompileWarning", "StaticArgumentWarning",
     "SourceLocation", "user_location", "require",
 ]
 
@@ -101,6 +101,11 @@ class NoMethodError(HloDslError, plum.NotFoundLookupError, TypeError):
 
 class RecompileWarning(UserWarning):
     """A compiled function keeps compiling new signatures (``hlodsl.config.recompile_warning``)."""
+
+
+class StaticArgumentWarning(UserWarning):
+    """A static argument of a compiled function is keyed by identity: mutating it does not
+    recompile (docs/staging.md, "Static arguments")."""
 
 
 class SourceLocation(NamedTuple):

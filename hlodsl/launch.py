@@ -1,13 +1,23 @@
-"""Start a script as n cooperating processes on this machine (loopback only).
+"""Start a script as cooperating processes: all of them on this machine, or this
+host's share of a group that spans several hosts.
 
     python -m hlodsl.launch -n 2 [--devices-per-process 2] script.py [args...]
+    python -m hlodsl.launch -n 8 --coordinator host0:7777 --process-id 2 --process-id 3 \
+        script.py [args...]
 
-Each process gets the ``HLODSL_COORDINATOR`` (127.0.0.1 and a free port),
-``HLODSL_NUM_PROCESSES`` and ``HLODSL_PROCESS_ID`` environment variables, so
-that ``hd.distributed.initialize()`` with no arguments joins the group, and
-``XLA_FLAGS`` giving it ``--devices-per-process`` CPU devices. Output lines
-are prefixed with ``[i]``. If a process fails, the others are stopped after
-``--grace`` seconds and the launcher exits with the first failure's status.
+Each process gets the ``HLODSL_COORDINATOR``, ``HLODSL_NUM_PROCESSES`` and
+``HLODSL_PROCESS_ID`` environment variables, so that
+``hd.distributed.initialize()`` with no arguments joins the group. Without
+``--coordinator``, all ``n`` processes start here and meet on 127.0.0.1 at a
+free port, each on ``--devices-per-process`` CPU devices. With it, the
+processes named by ``--process-id`` (all ``n`` if none is named) start here
+and meet the others at that address, on the default platform (GPU where
+present; ``--devices-per-process`` still sets the CPU device count). Under
+SLURM or Open MPI no launcher is needed: each task's
+``hd.distributed.initialize()`` reads the scheduler's environment
+(hlodsl.clusters). Output lines are prefixed with ``[i]``. If a process
+fails, the others are stopped after ``--grace`` seconds and the launcher exits
+with the first failure's status.
 """
 
 from __future__ import annotations
@@ -37,19 +47,29 @@ def _pump(stream, prefix: str, out) -> None:
 
 
 def launch(argv: list[str], n: int, devices_per_process: int = 2, grace_s: float = 10.0,
-           out=None) -> int:
-    """Run ``python argv...`` as ``n`` processes; returns the exit status (0 if all passed)."""
+           out=None, coordinator: str | None = None,
+           process_ids: list[int] | None = None) -> int:
+    """Run ``python argv...`` as processes ``process_ids`` (default all) of a group of
+    ``n`` meeting at ``coordinator`` (default: here, on a free loopback port, all on
+    the CPU); returns the exit status (0 if all passed)."""
     out = out or sys.stdout
-    port = _free_port()
+    local = coordinator is None
+    if local:
+        coordinator = f"127.0.0.1:{_free_port()}"
+    ids = list(range(n)) if process_ids is None else list(process_ids)
+    bad = [i for i in ids if not 0 <= i < n]
+    if bad or len(set(ids)) != len(ids):
+        raise ValueError(f"hlodsl.launch: process ids {ids} must be distinct and in [0, {n})")
     flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
                    os.environ.get("XLA_FLAGS", ""))
     procs, pumps = [], []
-    for i in range(n):
-        env = dict(os.environ, HLODSL_COORDINATOR=f"127.0.0.1:{port}",
+    for i in ids:
+        env = dict(os.environ, HLODSL_COORDINATOR=coordinator,
                    HLODSL_NUM_PROCESSES=str(n), HLODSL_PROCESS_ID=str(i),
                    XLA_FLAGS=(flags + f" --xla_force_host_platform_device_count="
-                              f"{devices_per_process}").strip(),
-                   HLODSL_PLATFORM="cpu")
+                              f"{devices_per_process}").strip())
+        if local:
+            env["HLODSL_PLATFORM"] = "cpu"
         p = subprocess.Popen([sys.executable, *argv], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         t = threading.Thread(target=_pump, args=(p.stdout, f"[{i}] ", out), daemon=True)
@@ -59,7 +79,7 @@ def launch(argv: list[str], n: int, devices_per_process: int = 2, grace_s: float
     status, failed_at, first = 0, None, None
     while True:
         codes = [p.poll() for p in procs]
-        bad = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+        bad = [(i, c) for i, c in zip(ids, codes) if c not in (None, 0)]
         if bad and failed_at is None:
             (first, status), failed_at = bad[0], time.monotonic()
         if all(c is not None for c in codes):
@@ -80,7 +100,13 @@ def launch(argv: list[str], n: int, devices_per_process: int = 2, grace_s: float
 def main(args: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hlodsl.launch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", "--num-processes", type=int, required=True)
+    parser.add_argument("-n", "--num-processes", type=int, required=True,
+                        help="processes in the whole group")
+    parser.add_argument("--coordinator", metavar="HOST:PORT",
+                        help="where the group meets (process 0 serves it); default: "
+                             "every process here, on 127.0.0.1")
+    parser.add_argument("--process-id", type=int, action="append", dest="process_ids",
+                        metavar="I", help="start process I here (repeatable; default all)")
     parser.add_argument("--devices-per-process", type=int, default=2)
     parser.add_argument("--grace", type=float, default=10.0,
                         help="seconds the others get after one process fails")
@@ -89,8 +115,15 @@ def main(args: list[str] | None = None) -> int:
     ns = parser.parse_args(args)
     if ns.num_processes < 1:
         parser.error("-n must be at least 1")
-    return launch([ns.script, *ns.script_args], ns.num_processes, ns.devices_per_process,
-                  ns.grace)
+    if ns.coordinator is not None and not re.fullmatch(r".+:\d+", ns.coordinator):
+        parser.error(f"--coordinator must be HOST:PORT, got {ns.coordinator!r}")
+    if ns.process_ids is not None and ns.coordinator is None:
+        parser.error("--process-id starts part of a group: give --coordinator too")
+    try:
+        return launch([ns.script, *ns.script_args], ns.num_processes, ns.devices_per_process,
+                      ns.grace, coordinator=ns.coordinator, process_ids=ns.process_ids)
+    except ValueError as e:
+        parser.error(str(e))
 
 
 if __name__ == "__main__":

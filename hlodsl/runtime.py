@@ -3,7 +3,8 @@
 jax is used here as a runtime only: its PJRT client compiles the HLO text we
 emit, and jax ``Array`` objects serve as device buffers. Nothing of jax's
 tracing, ``jit``, ``lax`` or ``numpy`` implements any part of hlodsl. Every
-call that depends on the jax/jaxlib version (tested: 0.10.2) lives in this file.
+call that reaches a private jax/jaxlib name goes through hlodsl.jaxlib_compat,
+which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
 
 >>> exe = compile_hlo('''HloModule m
 ... ENTRY e {
@@ -25,15 +26,18 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import jax  # noqa: E402
-
-# 64-bit element types need x64 enabled, or jax silently narrows f64/s64
-# buffers to 32 bits when we move them to the device.
-jax.config.update("jax_enable_x64", True)
-
 import jaxlib.xla_client as xc  # noqa: E402
+from jax.core import ShapedArray  # noqa: E402
 from jax.extend import backend as _jax_backend  # noqa: E402
 
+from . import jaxlib_compat as compat  # noqa: E402
 from .errors import XlaCompileError  # noqa: E402
+
+# NOTE: jax's x64 mode is left as the user set it. With it off, jax narrows 64-bit
+# host data to 32 bits in jax.device_put and friends, so host data reaches the
+# device through compat.device_put (which asks jaxlib not to narrow), and the
+# few jax calls that would narrow run under _x64() (jax's thread-local scope).
+_x64 = jax.enable_x64
 
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
@@ -71,11 +75,7 @@ _EXECUTABLES: weakref.WeakSet = weakref.WeakSet()  # to disarm in a forked child
 
 def _started() -> bool:
     """Whether an XLA client exists in this process (ours, or one jax made)."""
-    try:
-        from jax._src import xla_bridge  # version-sensitive: jax's table of clients
-        return _backend is not None or bool(xla_bridge._backends)
-    except (ImportError, AttributeError):
-        return _backend is not None
+    return _backend is not None or compat.client_started()
 
 
 def _fork_error() -> RuntimeError:
@@ -127,7 +127,30 @@ def to_device(host: np.ndarray, device: int = 0, private: bool = False):
     """
     if not private:
         host = _private_copy(host)
-    return jax.device_put(host, backend().local_devices()[device])
+    dev = backend().local_devices()[device]
+    return compat.device_put(_aval(host.shape, host.dtype), _single(dev), host, dev)
+
+
+_AVALS: dict = {}
+_SINGLE: dict = {}
+
+
+def _aval(shape: tuple, dtype) -> ShapedArray:
+    """jax's abstract value for a buffer (cached: one per shape and type in use)."""
+    key = (shape, dtype)
+    out = _AVALS.get(key)
+    if out is None:
+        if len(_AVALS) > 4096:  # bounded: a long run over many shapes
+            _AVALS.clear()
+        out = _AVALS[key] = ShapedArray(shape, dtype)
+    return out
+
+
+def _single(device):
+    out = _SINGLE.get(device)
+    if out is None:
+        out = _SINGLE[device] = xc.SingleDeviceSharding(device)
+    return out
 
 
 def _private_copy(host: np.ndarray) -> np.ndarray:
@@ -149,7 +172,8 @@ def adopt(buf):
     devices = buf.devices()
     if len(devices) == 1 and next(iter(devices)) in backend().devices():
         return buf
-    return jax.device_put(buf, backend().local_devices()[0])
+    with _x64(True):
+        return jax.device_put(buf, backend().local_devices()[0])
 
 
 def copy_buffer(buf):
@@ -157,7 +181,8 @@ def copy_buffer(buf):
     (device,) = buf.devices()
     # The copy runs asynchronously: wait for it, since the source may be memory that
     # its owner changes as soon as this returns (an imported numpy or torch array).
-    return jax.device_put(buf, device, may_alias=False).block_until_ready()
+    with _x64(True):
+        return jax.device_put(buf, device, may_alias=False).block_until_ready()
 
 
 def to_host(buf) -> np.ndarray:
@@ -215,13 +240,13 @@ def from_dlpack(obj, copy: bool | None = None, immutable: bool = False):
         copy = True
     try:
         # NOTE: jax 0.10's copy=True still aliases aligned host memory; copy below.
-        buf = dlpack.from_dlpack(obj, device=device, copy=None if copy else copy)
+        with _x64(True):
+            buf = dlpack.from_dlpack(obj, device=device, copy=None if copy else copy)
     except Exception as e:  # PJRT takes compact layouts only (no strides such as x[::2])
         if copy is False:
             raise BufferError(str(e)) from None
         host = np.from_dlpack(obj)
-        return jax.device_put(_private_copy(np.ascontiguousarray(host)), device), \
-            np.dtype(host.dtype)
+        return to_device(np.ascontiguousarray(host)), np.dtype(host.dtype)
     if copy:
         buf = copy_buffer(buf)
     return buf, np.dtype(buf.dtype)
@@ -253,8 +278,10 @@ class Executable:
 
         devices = backend().local_devices()[: self.num_devices]
         sharding = NamedSharding(Mesh(np.array(devices), ("d",)), PartitionSpec())
-        globals_ = [jax.make_array_from_single_device_arrays(bufs[0].shape, sharding, list(bufs))
-                    for bufs in args]
+        with _x64(True):
+            globals_ = [jax.make_array_from_single_device_arrays(bufs[0].shape, sharding,
+                                                                 list(bufs))
+                        for bufs in args]
         out = self._exe.execute_sharded(globals_).disassemble_into_single_device_arrays()
         _CALLS[0] += 1
         if not _CALLS[0] & 1023:
@@ -273,18 +300,22 @@ class Executable:
         return {k: getattr(s, k) for k in keys}
 
 
+def lapack_kernels() -> bool:
+    """Whether programs may call jaxlib's LAPACK custom-call targets: on the CPU
+    backend, where this jaxlib can bind them (``compat.initialize_lapack``)."""
+    return platform() == "cpu" and compat.can_bind_lapack()
+
+
 def _initialize_lapack() -> None:
     """jaxlib registers its LAPACK custom-call targets at import but binds their
     LAPACK routines lazily; a module calling one before that would crash the
     process, so custom calls of ``lapack_*`` targets bind them first."""
-    from jaxlib import lapack
+    if not compat.initialize_lapack():
+        raise XlaCompileError(f"jaxlib {jax.__version__} offers no way to bind its LAPACK "
+                              "kernels; set hlodsl.config.linalg_kernels = 'hlo'")
 
-    lapack._lapack.initialize()
 
-
-def _hlo_to_mlir(text: str) -> bytes:
-    module = xc.hlo.hlo_module_from_text(text)
-    return xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+_hlo_to_mlir = compat.hlo_to_stablehlo
 
 
 def hlo_opcode_enum_names() -> list[str]:
@@ -414,12 +445,8 @@ def _direct_execute(exe, out_types, device):
     (about 4 us of a 10 us call); result handlers built once per executable
     turn the outputs into buffers directly, as jax.jit's own dispatch does.
     """
-    from jax.core import ShapedArray
-
-    sharding = xc.SingleDeviceSharding(device)
-    handlers = [xc.array_result_handler(ShapedArray(shape, dtype), sharding, committed=True,
-                                        _skip_checks=True)
-                for shape, dtype in out_types]
+    sharding = _single(device)
+    handlers = [compat.result_handler(_aval(shape, dtype), sharding) for shape, dtype in out_types]
     return _handled(exe.execute_sharded, handlers)
 
 
@@ -445,13 +472,7 @@ def _handled(execute_sharded, handlers):
 _CALLS = [0]
 
 
-def _drain_call_records() -> None:
-    try:
-        from jax._src.lib import _jax  # version-sensitive: jaxlib's own module
-
-        _jax.collect_garbage()
-    except (ImportError, AttributeError):  # a jaxlib without it: nothing to drain
-        pass
+_drain_call_records = compat.collect_garbage
 
 
 _METADATA = re.compile(r", metadata=\{[^}]*\}")
@@ -532,7 +553,8 @@ def put_sharded(host: np.ndarray, sharding):
     The data is copied into a private buffer first, as in ``to_device``: the
     shards must not alias memory the caller can still write.
     """
-    return jax.device_put(_private_copy(host), jax_sharding(sharding))
+    with _x64(True):
+        return jax.device_put(_private_copy(host), jax_sharding(sharding))
 
 
 def is_sharded(buf) -> bool:
@@ -577,7 +599,8 @@ def readable(buf):
 
 def replicate_on(buf, sharding):
     """A one-device (or differently laid out) buffer moved to ``sharding``'s layout."""
-    return jax.device_put(buf, jax_sharding(sharding))
+    with _x64(True):
+        return jax.device_put(buf, jax_sharding(sharding))
 
 
 def compile_partitioned(text: str, device_ids: list[int]) -> Executable:
@@ -641,10 +664,7 @@ def partitioned_executor(exe: Executable, outs: list):
     """``run(args) -> outputs`` for a partitioned program on global buffers; ``outs`` is
     ``[(shape, dtype, sharding)]`` per output. Result handlers are built once here,
     so a call is PJRT's execute and the handlers (as jax.jit's own dispatch)."""
-    from jax.core import ShapedArray
-
-    handlers = [xc.array_result_handler(ShapedArray(shape, dtype), jax_sharding(s),
-                                        committed=True, _skip_checks=True)
+    handlers = [compat.result_handler(_aval(shape, dtype), jax_sharding(s))
                 for shape, dtype, s in outs]
     return _handled(exe._exe.execute_sharded, handlers)
 
@@ -661,7 +681,10 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
                                num_processes=num_processes, process_id=process_id,
                                initialization_timeout=timeout_s,
                                heartbeat_timeout_seconds=timeout_s,
-                               shutdown_timeout_seconds=timeout_s)
+                               shutdown_timeout_seconds=timeout_s,
+                               # hlodsl.clusters read the launcher's environment already;
+                               # jax's own reading would add requirements of its own.
+                               cluster_detection_method="deactivate")
 
 
 def shutdown_distributed() -> None:
@@ -684,8 +707,9 @@ def local_device_ids() -> list[int]:
 
 def from_process_local_data(sharding, local: np.ndarray, global_shape: tuple[int, ...]):
     """The global buffer whose shards on this process's devices come from ``local``."""
-    return jax.make_array_from_process_local_data(jax_sharding(sharding), _private_copy(local),
-                                                  global_shape)
+    with _x64(True):
+        return jax.make_array_from_process_local_data(jax_sharding(sharding),
+                                                      _private_copy(local), global_shape)
 
 
 def cost_analysis(exe: Executable) -> dict[str, float]:

@@ -20,15 +20,21 @@ import attrs
 import numpy as np
 
 from .array import Array, Token
+from .tree import compared_by_identity
 
 __all__ = ["describe"]
 
 
-def describe(fn, args: tuple, kwargs: dict) -> dict[str, str]:
-    """``{path: what the signature holds}`` for every leaf of ``fn(*args, **kwargs)``."""
+def describe(fn, args: tuple, kwargs: dict,
+             by_identity: list | None = None) -> dict[str, str]:
+    """``{path: what the signature holds}`` for every leaf of ``fn(*args, **kwargs)``.
+
+    ``by_identity`` (a list) collects the ``(path, value)`` of every static value
+    keyed by its identity though its contents can change (``tree.compared_by_identity``).
+    """
     out: dict[str, str] = {}
     for name, value in _named_arguments(fn, args, kwargs):
-        _walk(value, name, out)
+        _walk(value, name, out, by_identity)
     return out
 
 
@@ -49,22 +55,24 @@ def _named_arguments(fn, args, kwargs) -> list[tuple[str, object]]:
     return named
 
 
-def _walk(x, path: str, out: dict) -> None:
+def _walk(x, path: str, out: dict, by_identity: list | None) -> None:
     if isinstance(x, (Array, Token)):
         out[path] = str(x.type)
     elif isinstance(x, np.ndarray):
         out[path] = f"numpy {x.dtype}{list(x.shape)}"
     elif type(x) in (tuple, list):
         for i, v in enumerate(x):
-            _walk(v, f"{path}[{i}]", out)
+            _walk(v, f"{path}[{i}]", out, by_identity)
     elif isinstance(x, tuple) and hasattr(x, "_fields"):
         for k, v in zip(x._fields, x):
-            _walk(v, f"{path}.{k}", out)
+            _walk(v, f"{path}.{k}", out, by_identity)
     elif type(x) is dict:
         for k, v in x.items():
-            _walk(v, f"{path}[{k!r}]", out)
+            _walk(v, f"{path}[{k!r}]", out, by_identity)
     elif attrs.has(type(x)):
         for f in attrs.fields(type(x)):
-            _walk(getattr(x, f.name), f"{path}.{f.name}", out)
+            _walk(getattr(x, f.name), f"{path}.{f.name}", out, by_identity)
     else:
         out[path] = f"static {x!r}"
+        if by_identity is not None and compared_by_identity(x):
+            by_identity.append((path, x))

@@ -14,7 +14,8 @@ import inspect
 from .array import Array, Token
 from .cache import BoundedCache
 from .settings import config
-from .errors import staging_error
+from .context import STATE
+from .errors import _is_internal, staging_error
 from .graph import Builder, Computation
 from .tree import flatten, leaf_paths, unflatten
 
@@ -75,6 +76,15 @@ def stage_types(fn, treedef, in_types: tuple, name: str | None = None,
     ``weak`` flags the leaves that are traced Python numbers (``hlodsl.scalars``)."""
     stats["stagings"] += 1
     name = name or getattr(fn, "__name__", "staged")
+    try:
+        return _stage_types(fn, treedef, in_types, name, weak)
+    except RecursionError as e:
+        if STATE.builders:  # a nested staging: the outermost one sees the whole recursion
+            raise
+        raise _recursion_error(name, e) from None
+
+
+def _stage_types(fn, treedef, in_types: tuple, name: str, weak: tuple | None) -> Staged:
     names = _arg_names(fn, treedef, len(in_types))
     with Builder(name) as b:
         sym = [Array._from_node(b.parameter(t, n)) for t, n in zip(in_types, names)]
@@ -92,6 +102,34 @@ def stage_types(fn, treedef, in_types: tuple, name: str | None = None,
         out_nodes = tuple(b.node_of(x) for x in out_leaves)
         root = _root(b, out_nodes, name)
     return Staged(b.finish(root), out_tree, tuple(n.type for n in out_nodes), in_types)
+
+
+def _recursion_error(name: str, exc: RecursionError):
+    """A staging error naming the user's function that recursed without end.
+
+    A recursive call under an ``if`` on a symbolic array stages both branches, so
+    the recursion never meets its base case: Python's stack runs out somewhere
+    inside hlodsl or plum (``__instancecheck__``), which names neither the
+    function nor the cause. The recursing function is the user's function with
+    the most frames on the unwound stack.
+    """
+    counts: dict = {}
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if not _is_internal(frame):
+            code = frame.f_code
+            where = (code.co_name, code.co_filename, code.co_firstlineno)
+            counts[where] = counts.get(where, 0) + 1
+        tb = tb.tb_next
+    culprit = max(counts, key=counts.get) if counts else None
+    who = (f"{culprit[0]}() ({culprit[1]}:{culprit[2]})" if culprit and counts[culprit] > 1
+           else "a function it calls")
+    return staging_error(
+        f"staging '{name}' recursed without end in {who}: a recursive call under an `if` "
+        "on a symbolic array stages both branches, so the recursion never reaches its "
+        "base case. Recurse on a Python value (a static int argument), or write the "
+        "repetition as a loop (hd.while_loop, or a Python while on the array)")
 
 
 def _no_arrays(out, name: str) -> None:

@@ -14,7 +14,9 @@ entry computation.
 
 from __future__ import annotations
 
+import functools
 import struct
+import types
 
 import attrs
 import numpy as np
@@ -23,7 +25,7 @@ from .array import _TYPES as _ARRAY_CLASSES
 from .array import Array, Token
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
-           "static_key", "leaf_paths"]
+           "static_key", "leaf_paths", "compared_by_identity", "has_identity_static"]
 
 LEAF = "*"
 
@@ -61,6 +63,43 @@ def static_key(value) -> tuple:
     if isinstance(value, frozenset):
         return (t, frozenset(static_key(v) for v in value))
     return (t, value)
+
+
+# Values whose identity is their value: nothing about them that staging reads can change
+# while they keep it (a function's code and closure are keyed by what calls it, not here).
+_IDENTITY_IS_VALUE = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                      types.ModuleType, types.CodeType, functools.partial)
+
+
+def compared_by_identity(value) -> bool:
+    """Whether a static value is keyed by its identity though its contents can change.
+
+    A plain object compares and hashes by identity (``object.__eq__``), so a
+    signature keyed by it stays the same after ``k.n = 5``: the staged program
+    keeps the old ``k.n``. Values with their own ``__eq__``/``__hash__`` (frozen
+    dataclasses, numbers, strings) are keyed by value; functions, classes and
+    modules are what they are, and a value without attributes (``None``, an
+    ``object()`` sentinel) has nothing to change.
+
+    >>> class K: n = 1
+    >>> compared_by_identity(K()), compared_by_identity(K), compared_by_identity((1, 2))
+    (True, False, False)
+    >>> compared_by_identity(None), compared_by_identity(object())
+    (False, False)
+    """
+    t = type(value)
+    if isinstance(value, _IDENTITY_IS_VALUE) or not (
+            t.__eq__ is object.__eq__ and t.__hash__ is object.__hash__):
+        return False
+    # Only state can go stale: None, Ellipsis and object() sentinels hold none.
+    return hasattr(value, "__dict__") or any(getattr(k, "__slots__", ()) for k in t.__mro__)
+
+
+def has_identity_static(treedef) -> bool:
+    """Whether some static value in ``treedef`` is ``compared_by_identity``."""
+    if isinstance(treedef, _Static):
+        return compared_by_identity(treedef.value)
+    return type(treedef) is tuple and any(has_identity_static(c) for c in treedef)
 
 
 class _Static:

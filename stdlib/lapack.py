@@ -79,12 +79,13 @@ def available() -> bool:
                                f"{', '.join(map(repr, LINALG_KERNELS))}, got {kernels!r}")
     if kernels == "hlo":
         return False
-    on_cpu = runtime.platform() == "cpu"
-    if kernels == "lapack" and not on_cpu:
+    usable = runtime.lapack_kernels()
+    if kernels == "lapack" and not usable:
         raise fail(NotImplementedError, "hlodsl.config.linalg_kernels = 'lapack', but jaxlib's "
-                                        "LAPACK kernels exist only on the CPU backend and this is "
+                                        "LAPACK kernels exist only on the CPU backend (of a "
+                                        "jaxlib that can bind them) and this is "
                                         f"{runtime.platform()!r}; use 'auto' or 'hlo'")
-    return on_cpu
+    return usable
 
 
 @frozen

@@ -17,6 +17,13 @@ os.environ.setdefault("HLODSL_CACHE_DIR", "")
 # finds, long after the change that caused it. To look for such cases, draw fresh
 # examples: `pytest --hypothesis-profile=explore` (failures are kept in .hypothesis/
 # and replayed first), or `python tests/stress_ops.py 100` for every op's oracle check.
+# jax is the oracle of most tests, many of them in float64: the oracle runs with x64 on,
+# as a user comparing against jax in 64 bits would set it. hlodsl itself leaves the flag
+# alone (tests/test_jax_config.py checks that, and hlodsl's 64-bit types, with it off).
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
 from hypothesis import settings  # noqa: E402
 
 settings.register_profile("deterministic", derandomize=True, print_blob=True)

@@ -34,7 +34,7 @@ from hlodsl import ops
 from hlodsl.stdlib import models, nn
 from generics import Opaque, no_method_arities, public_generics
 
-__all__ = ["Case", "CASES", "AREAS"]
+__all__ = ["Case", "CASES", "AREAS", "Answers", "WrongAnswer"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,23 @@ class Case:
     @property
     def key(self) -> str:
         return f"{self.area}/{self.id}"
+
+
+class Answers:
+    """The expectation of a case that must *answer*, correctly, rather than raise: its call
+    checks what it got against an oracle and raises ``WrongAnswer`` on a stale or wrong
+    value (classified "silent": a silent wrong answer)."""
+
+
+class WrongAnswer(AssertionError):
+    """A call answered, wrongly (a cached program run with values it no longer has)."""
+
+
+def same(got, want, what: str) -> None:
+    """Raise ``WrongAnswer`` unless ``got`` equals the oracle's ``want`` (exactly)."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or not np.array_equal(got, want):
+        raise WrongAnswer(f"{what}: got {got.tolist()}, the oracle says {want.tolist()}")
 
 
 CASES: list[Case] = []
@@ -1536,7 +1553,17 @@ def _numpy_of_symbolic(x):
     return np.asarray(x) * 2
 
 
+def _recurse_on_symbolic(x):
+    """Recursion whose end depends on an array: staging takes both branches forever."""
+    if xp.sum(x) > 0:
+        return _recurse_on_symbolic(x - 1.0)
+    return x
+
+
 _IF = r"\bif\b|condition|bool\(\)"
+case("python-flow", "recursion-under-a-symbolic-if",
+     lambda: hd.compile(_recurse_on_symbolic)(F3), STE,
+     r"_recurse_on_symbolic", r"recurs", r"while_loop|static")
 case("python-flow", "if-on-a-vector", lambda: hd.compile(_if_vector)(F3), (VE, SE, STE),
      _IF, T("pred", 3), r"any|all|scalar")
 case("python-flow", "if-without-conversion", lambda: hd.compile(_if_no_convert, convert=False)(F3),
@@ -2042,5 +2069,159 @@ for _name, _generic in sorted(public_generics().items()):
              lambda g=_generic, k=_arities[0]: g(*(Opaque(),) * k), TE,
              w(_name), r"\bOpaque\b", rf"{re.escape(_name)}\(\w")
 del _name, _generic, _arities
+
+# == staleness: cached programs run only while nothing they read has changed =============
+# Eager control flow caches the program it stages (transforms/fingerprint.py); hd.compile
+# caches one per signature. Each case changes something the staged function read between two
+# calls; the second call must see it (the oracle: numpy), or, where the change cannot be seen
+# (a static argument compared by identity under hd.compile), be warned of when compiling.
+
+# Each factory builds the body once and returns the call, so that the two calls of a case
+# run the same function objects (as a user's loop does): only what they read changes.
+def _fori(read):
+    body = lambda i, a: a + read()
+    return lambda: hd.fori_loop(0, 1, body, F3)
+
+
+def _cond(read):
+    branch = lambda a: a + read()
+    return lambda: hd.cond(BS, branch, _identity_branch, F3)
+
+
+def _vmap(read):
+    batched = hd.vmap(lambda a: a + read())
+    return lambda: batched(F3)
+
+
+def _identity_branch(a):
+    return a
+
+
+def _first_operand(a, b):
+    return a
+
+
+_RUNS = {"fori": _fori, "cond": _cond, "vmap": _vmap}
+
+
+def _class_attribute(run):
+    class Cfg:
+        scale = 2.0
+
+    call = run(lambda: Cfg.scale)
+    same(call(), np.asarray(F3) + 2, "first call")
+    Cfg.scale = 100.0
+    same(call(), np.asarray(F3) + 100, "after Cfg.scale = 100")
+
+
+def _module_attribute():
+    import types
+
+    pkg = types.ModuleType("corpus_user_pkg")
+    pkg.__file__ = "/home/user/corpus_user_pkg/__init__.py"
+    pkg.sub = types.ModuleType("corpus_user_pkg.sub")
+    pkg.sub.__file__ = "/home/user/corpus_user_pkg/sub.py"
+    pkg.sub.offset = 1.0
+    def make(m):  # the module reaches the body through a closure cell
+        return lambda i, a: a + m.sub.offset
+
+    body = make(pkg)
+    same(hd.fori_loop(0, 1, body, F3), np.asarray(F3) + 1, "first call")
+    pkg.sub.offset = 5.0
+    same(hd.fori_loop(0, 1, body, F3), np.asarray(F3) + 5, "after pkg.sub.offset = 5")
+
+
+def _closure_object():
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    box = Box(1.0)
+    call = _fori(lambda: box.v)
+    same(call(), np.asarray(F3) + 1, "first call")
+    box.v = 7.0
+    same(call(), np.asarray(F3) + 7, "after box.v = 7")
+
+
+def _operand_object():
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    box = Box(1.0)
+
+    def add_v(a, b):
+        return a + b.v
+
+    def run():
+        return hd.cond(BS, add_v, _first_operand, F3, box)
+
+    same(run(), np.asarray(F3) + 1, "first call")
+    box.v = 7.0
+    same(run(), np.asarray(F3) + 7, "after box.v = 7")
+
+
+def _np_random(run):
+    np.random.seed(0)
+    draws = [np.float32(np.random.rand()) for _ in range(2)]
+    np.random.seed(0)
+    call = run(lambda: np.random.rand())
+    for k, draw in enumerate(draws):
+        got = call()
+        if not np.allclose(np.asarray(got), np.asarray(F3) + draw, rtol=1e-6):
+            raise WrongAnswer(f"draw {k}: got {np.asarray(got).tolist()}, numpy drew {draw}")
+
+
+def _random_random():
+    import random
+
+    random.seed(1)
+    draws = [np.float32(random.random()) for _ in range(2)]
+    random.seed(1)
+    call = _fori(lambda: random.random())
+    for k, draw in enumerate(draws):
+        got = call()
+        if not np.allclose(np.asarray(got), np.asarray(F3) + draw, rtol=1e-6):
+            raise WrongAnswer(f"draw {k}: got {np.asarray(got).tolist()}, random drew {draw}")
+
+
+def _time_time():
+    import time
+
+    start = time.time()
+    call = _fori(lambda: time.time() - start)
+    first = np.asarray(call())
+    time.sleep(0.05)
+    second = np.asarray(call())
+    if not (second - first >= 0.04).all():
+        raise WrongAnswer(f"time.time() read once: {first.tolist()} then {second.tolist()}")
+
+
+class _Knob:
+    def __init__(self, n):
+        self.n = n
+
+
+def _mutable_static():
+    import warnings
+
+    f = hd.compile(lambda a, knob: a * knob.n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hd.StaticArgumentWarning)
+        f(F3, _Knob(1))
+
+
+for _kind, _run in _RUNS.items():
+    case("staleness", f"eager-{_kind}-class-attribute",
+         lambda run=_run: _class_attribute(run), Answers)
+    case("staleness", f"eager-{_kind}-np-random", lambda run=_run: _np_random(run), Answers)
+case("staleness", "eager-fori-nested-module-attribute", _module_attribute, Answers)
+case("staleness", "eager-fori-mutated-object-in-closure", _closure_object, Answers)
+case("staleness", "eager-cond-mutated-operand-object", _operand_object, Answers)
+case("staleness", "eager-fori-random-random", _random_random, Answers)
+case("staleness", "eager-fori-time-time", _time_time, Answers)
+case("staleness", "compile-mutable-static-argument", _mutable_static,
+     hd.StaticArgumentWarning,
+     r"<lambda>", r"'knob'", r"mutat\w+ .*will not recompile", r"frozen|namedtuple|value")
 
 AREAS = tuple(dict.fromkeys(c.area for c in CASES))

@@ -10,6 +10,8 @@ from hypothesis.extra import numpy as hnp
 import hlodsl as hd
 from hlodsl import dtypes
 
+pytestmark = pytest.mark.compat  # jax/jaxlib-release sensitive paths (.ci/compat)
+
 ALL_NUMPY = [t.np_dtype for t in dtypes.all_element_types()]
 
 

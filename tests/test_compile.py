@@ -10,6 +10,8 @@ import hlodsl as hd
 from hlodsl import ops, runtime, staging
 from hlodsl.stdlib import exp, sum
 
+pytestmark = pytest.mark.compat  # jax/jaxlib-release sensitive paths (.ci/compat)
+
 
 def dense(W, x, b):
     return W @ x + b
@@ -228,3 +230,63 @@ def test_an_option_named_in_xla_flags_is_left_to_xla_flags(monkeypatch):
                         {"xla_cpu_experimental_ynn_fusion_type": "", "xla_other": "1"})
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=")
     assert runtime.compiler_options() == {"xla_other": "1"}
+
+
+class _Knob:
+    """A plain object: compared and hashed by identity, mutable."""
+
+    def __init__(self, n):
+        self.n = n
+
+
+def test_a_static_argument_compared_by_identity_warns_once_naming_it():
+    f = hd.compile(lambda a, knob: a * knob.n)
+    v, knob = hd.array(np.float32([1, 2])), _Knob(1)
+    with pytest.warns(hd.StaticArgumentWarning) as caught:
+        f(v, knob)
+    message = str(caught[0].message)
+    assert "'knob'" in message and "<lambda>" in message
+    assert "will not recompile" in message and "frozen" in message
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hd.StaticArgumentWarning)
+        f(hd.array(np.float32([1, 2, 3])), knob)  # a new signature: warned already
+
+
+def test_a_static_inside_a_structure_is_named_by_its_path():
+    f = hd.compile(lambda a, opts: a * opts["knob"].n)
+    with pytest.warns(hd.StaticArgumentWarning, match=r"opts\['knob'\]"):
+        f(hd.array(np.float32([1, 2])), {"knob": _Knob(2)})
+
+
+@pytest.mark.parametrize("make", ["frozen dataclass", "namedtuple", "tuple", "attrs"])
+def test_value_statics_are_keyed_by_value_and_do_not_warn(make):
+    import collections
+    import dataclasses
+    import warnings
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        n: int
+
+    Named = collections.namedtuple("Named", "n")
+
+    @attrs.define
+    class Mutable:
+        n: int
+
+    build = {"frozen dataclass": Frozen, "namedtuple": Named, "tuple": lambda n: (n,),
+             "attrs": Mutable}[make]
+    read = (lambda k: k[0]) if make == "tuple" else (lambda k: k.n)
+    f = hd.compile(lambda a, k: a * read(k))
+    v = hd.array(np.float32([1, 2]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hd.StaticArgumentWarning)
+        k = build(1)
+        np.testing.assert_array_equal(np.asarray(f(v, k)), [1, 2])
+        if make == "attrs":
+            k.n = 5  # an attrs instance is flattened field by field at each call
+        else:
+            k = build(5)
+        np.testing.assert_array_equal(np.asarray(f(v, k)), [5, 10])

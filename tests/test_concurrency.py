@@ -60,6 +60,7 @@ def test_threads_compile_different_functions():
         assert got == [6.0 * (i + 1) + i] * 3
 
 
+@pytest.mark.compat
 def test_threads_call_one_compiled_function_that_compiles_once():
     f = hd.compile(lambda a, b: a @ b + 1)
     before = runtime.stats["compiles"]
@@ -76,6 +77,7 @@ def test_threads_call_one_compiled_function_that_compiles_once():
     assert runtime.stats["compiles"] - before == 1 and f.cache_size() == 1
 
 
+@pytest.mark.compat
 def test_eager_ops_in_some_threads_while_others_stage():
     def slow_program(a):
         for k in range(300):  # long enough to overlap with the eager threads

@@ -2,6 +2,7 @@
 runtime: ``python -m hlodsl.launch`` starts them, each with 2 CPU devices."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ def one_process(tmp_path_factory):
     return np.load(path)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("n", [2, 4])
 def test_data_parallel_training_across_processes_equals_one_process(n, one_process, tmp_path):
     path = tmp_path / f"{n}.npz"
@@ -67,3 +69,134 @@ def test_initialize_needs_its_three_values(monkeypatch):
         hd.distributed.initialize("127.0.0.1:1", 2, 2)
     with pytest.raises(ValueError, match="host:port"):
         hd.distributed.initialize("localhost", 2, 0)
+
+
+# -- joining from a scheduler's environment (hlodsl.clusters) -----------------------------
+# Each test starts the processes itself with the variables srun, mpirun or a second
+# host's launcher would set, all on this machine (loopback), 2 CPU devices each.
+
+WHO = ROOT / "tests" / "distributed" / "who.py"
+
+
+def _free_port_in(low: int, high: int) -> int:
+    import socket
+
+    for port in range(low, high):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def _run_group(envs: list[dict], argvs: list[list[str]] | None = None) -> list[str]:
+    """Start one process per environment (added to a clean copy of ours) running
+    ``who.py`` (or ``argvs[i]``); their outputs, once all have passed."""
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("HLODSL_", "SLURM_", "OMPI_"))}
+    base.update(XLA_FLAGS="--xla_force_host_platform_device_count=2", HLODSL_PLATFORM="cpu")
+    argvs = argvs or [[str(WHO)]] * len(envs)
+    procs = [subprocess.Popen([sys.executable, *argv], env={**base, **env}, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for env, argv in zip(envs, argvs)]
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=180)[0])
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    return outs
+
+
+def _check(outs: list[str], n: int) -> None:
+    total = float(sum(2 * (i + 1) for i in range(n)))
+    for i, out in enumerate(outs):
+        assert f"process {i} of {n}: {2 * n} devices, sum {total}" in out, out[-2000:]
+
+
+@pytest.mark.compat
+def test_initialize_reads_slurm_environment():
+    from hlodsl.clusters import port_for_job
+
+    port = _free_port_in(port_for_job(0), port_for_job(0) + 4096)
+    job = port - port_for_job(0) + 4096 * 7  # srun's job id: any whose port is free
+    envs = [{"SLURM_JOB_ID": str(job), "SLURM_NTASKS": "2", "SLURM_PROCID": str(i),
+             "SLURM_STEP_NODELIST": "localhost", "SLURM_LOCALID": str(i)} for i in range(2)]
+    _check(_run_group(envs), 2)
+
+
+def test_initialize_reads_open_mpi_environment():
+    from hlodsl.clusters import port_for_job
+
+    port = _free_port_in(port_for_job(0), port_for_job(0) + 4096)
+    job = (port - port_for_job(0)) * 4096  # mpirun's job ids are multiples of 2^12
+    uri = f"{job}.0;tcp://127.0.0.1,10.0.0.9:40000"
+    envs = [{"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": str(i),
+             "OMPI_COMM_WORLD_LOCAL_RANK": str(i), "OMPI_MCA_orte_hnp_uri": uri} for i in range(2)]
+    _check(_run_group(envs), 2)
+
+
+def test_launch_starts_each_hosts_share_of_a_group():
+    """Two launchers, as on two hosts, each starting its own process of one group."""
+    port = _free_port_in(20000, 30000)
+    argv = ["-m", "hlodsl.launch", "-n", "2", "--coordinator", f"127.0.0.1:{port}"]
+    outs = _run_group([{}, {}], [[*argv, "--process-id", str(i), str(WHO)] for i in range(2)])
+    for i, out in enumerate(outs):
+        assert f"[{i}] process {i} of 2" in out, out[-2000:]
+    _check(outs, 2)
+
+
+def test_launch_refuses_a_process_id_without_a_coordinator():
+    out = subprocess.run([sys.executable, "-m", "hlodsl.launch", "-n", "2", "--process-id", "1",
+                          str(WHO)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 2 and "give --coordinator too" in out.stderr
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"SLURM_JOB_ID": "1", "SLURM_PROCID": "0", "SLURM_NTASKS": "2"},
+     "coordinator_address not given and the slurm environment does not give it"),
+    ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "x"},
+     "process_id from the open-mpi environment must be an integer, got 'x'"),
+    ({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "0",
+      "OMPI_MCA_orte_hnp_uri": "12.0;udp://nowhere"}, "cannot read the launcher's address"),
+])
+def test_an_incomplete_scheduler_environment_is_a_clear_error(monkeypatch, env, message):
+    import hlodsl as hd
+
+    for var in list(os.environ):
+        if var.startswith(("HLODSL_", "SLURM_", "OMPI_")):
+            monkeypatch.delenv(var)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        hd.distributed.initialize()
+
+
+@pytest.mark.parametrize("nodelist, host", [
+    ("node07", "node07"), ("node[001-004,7]", "node001"), ("a-b[09-12]-ib,c", "a-b09-ib"),
+    ("rack[2-3]n[1-4],x[5]", "rack2n1"), ("login1,node[3-4]", "login1"), ("n[8,2]", "n8"),
+])
+def test_the_first_host_of_a_slurm_host_list(nodelist, host):
+    from hlodsl.clusters import first_host
+
+    assert first_host(nodelist) == host
+
+
+def test_explicit_values_win_over_the_environment():
+    from hlodsl.clusters import detect
+
+    env = {"HLODSL_PROCESS_ID": "1", "SLURM_JOB_ID": "5", "SLURM_PROCID": "0",
+           "SLURM_NTASKS": "4", "SLURM_STEP_NODELIST": "h[1-4]"}
+    # hlodsl.launch's variables come first; a launcher that set only some of them
+    # still decides (values are never mixed from two launchers).
+    assert detect(env) == ("hlodsl", {"process_id": 1})
+    del env["HLODSL_PROCESS_ID"]
+    assert detect(env) == ("slurm", {"coordinator_address": "h1:61445", "num_processes": 4,
+                                     "process_id": 0})
+    assert detect({}) is None

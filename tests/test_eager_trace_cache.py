@@ -224,3 +224,245 @@ def test_eager_vmap_is_not_staged_again_and_sees_a_changed_global(monkeypatch):
         assert count[0] == 2
     finally:
         SCALE = 2.0
+
+
+# -- what the body reads beyond its globals and cells (issue 26 item 1) ---------------------
+# The oracle of each test is the same calls with the cache switched off: eager control flow
+# with the cache must answer what it answers without it.
+
+
+def _uncached(monkeypatch, run):
+    """``run()`` with the eager trace cache switched off (the reference semantics)."""
+    with monkeypatch.context() as m:
+        m.setattr(config, "eager_trace_cache", False)
+        return run()
+
+
+_COMBINATORS = {
+    "fori_loop": lambda read: np.asarray(hd.fori_loop(0, 1, lambda i, a: a + read(), x0)),
+    "cond": lambda read: np.asarray(hd.cond(hd.array(True), lambda a: a + read(),
+                                            lambda a: a, x0)),
+    "vmap": lambda read: np.asarray(hd.vmap(lambda a: a + read())(x0)),
+}
+
+
+@pytest.mark.parametrize("combinator", sorted(_COMBINATORS))
+def test_a_changed_class_attribute_restages(combinator, monkeypatch):
+    class Cfg:
+        scale = 2.0
+
+    run = lambda: _COMBINATORS[combinator](lambda: Cfg.scale)
+    first = run()
+    Cfg.scale = 100.0
+    second = run()
+    np.testing.assert_array_equal(first, np.asarray(x0) + 2.0)
+    np.testing.assert_array_equal(second, _uncached(monkeypatch, run))
+    np.testing.assert_array_equal(second, np.asarray(x0) + 100.0)
+
+
+def test_a_class_attribute_read_by_a_method_the_body_does_not_name_restages():
+    class Base:
+        offset = 1.0
+
+        @classmethod
+        def shift(cls, a):
+            return a + cls.extra()
+
+        @classmethod
+        def extra(cls):
+            return cls.offset
+
+    class Cfg(Base):
+        pass
+
+    body = lambda i, a: Cfg.shift(a)
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) + 1.0)
+    Base.offset = 7.0  # an attribute of a base class, read through cls by another method
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) + 7.0)
+
+
+def test_a_module_attribute_of_a_nested_user_module_restages(monkeypatch):
+    pkg = types.ModuleType("user_pkg")
+    pkg.__file__ = "/home/user/user_pkg/__init__.py"
+    pkg.sub = types.ModuleType("user_pkg.sub")
+    pkg.sub.__file__ = "/home/user/user_pkg/sub.py"
+    pkg.sub.factor = 2.0
+    monkeypatch.setitem(globals(), "user_pkg", pkg)
+
+    def body(i, x):
+        return x * user_pkg.sub.factor  # noqa: F821  (the module above, as a global)
+
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 2.0)
+    pkg.sub.factor = 5.0
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 5.0)
+
+
+def test_a_mutated_object_in_a_closure_is_read_at_every_call(monkeypatch):
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    box = Box(1.0)
+    run = lambda: _loop(lambda i, a: a + box.v, n=1)
+    np.testing.assert_array_equal(run(), np.asarray(x0) + 1.0)
+    box.v = 9.0
+    np.testing.assert_array_equal(run(), _uncached(monkeypatch, run))
+    np.testing.assert_array_equal(run(), np.asarray(x0) + 9.0)
+
+
+@pytest.mark.parametrize("combinator", sorted(_COMBINATORS))
+def test_a_body_drawing_from_np_random_draws_at_every_call(combinator):
+    run = lambda: _COMBINATORS[combinator](lambda: np.random.rand())
+    np.random.seed(0)
+    draws = [np.random.rand(), np.random.rand()]
+    np.random.seed(0)
+    outs = [run(), run()]
+    for out, draw in zip(outs, draws):
+        np.testing.assert_allclose(out, np.asarray(x0) + np.float32(draw), rtol=1e-6)
+
+
+def test_a_body_calling_time_time_reads_the_clock_at_every_call():
+    import time
+
+    start = time.time()
+    run = lambda: _loop(lambda i, a: a * 0.0 + (time.time() - start), n=1)
+    first = run()
+    time.sleep(0.05)
+    second = run()
+    assert (second - first >= 0.04).all(), (first, second)
+
+
+def test_a_body_calling_random_random_draws_at_every_call():
+    import random
+
+    run = lambda: _loop(lambda i, a: a + random.random(), n=1)
+    random.seed(3)
+    want = [random.random(), random.random()]
+    random.seed(3)
+    got = [run(), run()]
+    for out, draw in zip(got, want):
+        np.testing.assert_allclose(out, np.asarray(x0) + np.float32(draw), rtol=1e-6)
+
+
+def test_pure_bodies_over_arrays_and_constants_still_hit_the_cache(monkeypatch):
+    import math
+
+    count = _stagings(monkeypatch)
+
+    class Frozen:  # a user class whose attributes do not change: keyed by its contents
+        gain = 0.5
+
+    def body(i, x):
+        return xp.sin(x) * Frozen.gain + np.float32(np.pi) + math.sqrt(2.0) + i
+
+    first = _loop(body)
+    second = _loop(body)
+    np.testing.assert_array_equal(first, second)
+    assert count[0] == 1
+
+
+def test_a_compiled_function_inlined_into_the_body_is_fingerprinted_by_its_function(
+        monkeypatch):
+    global SCALE
+    scaled = hd.compile(lambda x: x * SCALE)
+    run = lambda: _loop(lambda i, a: scaled(a), n=1)
+    SCALE = 2.0
+    try:
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 2.0)
+        SCALE = 3.0
+        np.testing.assert_array_equal(run(), _uncached(monkeypatch, run))
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 3.0)
+    finally:
+        SCALE = 2.0
+
+
+def test_a_module_imported_inside_the_body_is_keyed_as_a_global_one_would_be():
+    def body(i, a):
+        import random
+
+        return a + random.random()
+
+    random_module = __import__("random")
+    random_module.seed(5)
+    want = [random_module.random(), random_module.random()]
+    random_module.seed(5)
+    got = [_loop(body, n=1), _loop(body, n=1)]
+    for out, draw in zip(got, want):
+        np.testing.assert_allclose(out, np.asarray(x0) + np.float32(draw), rtol=1e-6)
+
+
+def test_an_operand_compared_by_identity_is_read_at_every_call(monkeypatch):
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    box = Box(1.0)
+    run = lambda: np.asarray(hd.cond(hd.array(True), lambda a, b: a + b.v,
+                                     lambda a, b: a, x0, box))
+    np.testing.assert_array_equal(run(), np.asarray(x0) + 1.0)
+    box.v = 4.0
+    np.testing.assert_array_equal(run(), _uncached(monkeypatch, run))
+    np.testing.assert_array_equal(run(), np.asarray(x0) + 4.0)
+
+
+def test_a_derivative_of_a_user_function_is_fingerprinted_through_its_wrapper(monkeypatch):
+    global SCALE
+    count = _stagings(monkeypatch)
+    slope = hd.grad(lambda a: xp.sum(a * a) * SCALE)  # hlodsl's closure around the user's
+    run = lambda: _loop(lambda i, a: slope(a), n=1)
+    SCALE = 2.0
+    try:
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 4.0)
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 4.0)
+        assert count[0] == 1  # unchanged: the cached program
+        SCALE = 3.0
+        np.testing.assert_array_equal(run(), np.asarray(x0) * 6.0)
+    finally:
+        SCALE = 2.0
+
+
+def test_a_module_in_a_closure_cell_has_its_named_attributes_keyed():
+    mod = types.ModuleType("user_settings")
+    mod.__file__ = "/home/user/user_settings.py"
+    mod.factor = 2.0
+
+    def make(m):
+        return lambda i, a: a * m.factor  # m: a module held by a closure cell, not a global
+
+    body = make(mod)
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 2.0)
+    mod.factor = 3.0
+    np.testing.assert_array_equal(_loop(body, n=1), np.asarray(x0) * 3.0)
+
+
+@pytest.mark.parametrize("kind", ["dataclass", "attrs"])
+def test_a_frozen_instance_in_a_closure_is_keyed_by_its_values(kind, monkeypatch):
+    import dataclasses
+
+    import attrs
+
+    if kind == "dataclass":
+        @dataclasses.dataclass(frozen=True)
+        class Config:
+            gain: float
+
+            def apply(self, a):
+                return a * self.gain
+    else:
+        @attrs.frozen
+        class Config:
+            gain: float
+
+            def apply(self, a):
+                return a * self.gain
+
+    count = _stagings(monkeypatch)
+
+    def run(cfg):
+        return _loop(lambda i, a: cfg.apply(a), n=1)
+
+    np.testing.assert_array_equal(run(Config(2.0)), np.asarray(x0) * 2.0)
+    np.testing.assert_array_equal(run(Config(2.0)), np.asarray(x0) * 2.0)
+    assert count[0] == 1  # an equal frozen value: the cached program
+    np.testing.assert_array_equal(run(Config(3.0)), np.asarray(x0) * 3.0)
+    assert count[0] == 2

@@ -495,3 +495,22 @@ def test_functions_given_to_transformations_and_control_flow_are_converted():
     assert float(hd.compile(lambda v: hd.fori_loop(0, 9, _step_down_above_five,
                                                    xp.sum(v)))(x)) == 6
     assert float(hd.compile(lambda v: hd.vmap(_signed_square_sum)(v))(x[None])[0]) == 5
+
+
+def _countdown(x):
+    """Recurses under an ``if`` on a symbolic value: staging both branches never ends."""
+    if xp.sum(x) > 0:
+        return _countdown(x - 1.0)
+    return x
+
+
+@pytest.mark.parametrize("how", ["compile", "eager cond"])
+def test_recursion_under_a_symbolic_if_is_a_staging_error_naming_the_function(how):
+    x = hd.array(np.float32([1, 2]))
+    call = (lambda: hd.compile(_countdown)(x)) if how == "compile" else (
+        lambda: hd.cond(hd.array(True), _countdown, lambda v: v, x))
+    with pytest.raises(hd.StagingError) as info:
+        call()
+    message = str(info.value)
+    assert "_countdown" in message and "recurs" in message
+    assert "hd.while_loop" in message  # what to write instead

@@ -81,6 +81,7 @@ def real_of(dtype):
 
 # -- values -------------------------------------------------------------------------------
 
+@pytest.mark.compat
 @SETTINGS
 @given(matrices(hermitian=True))
 def test_eigh_reconstructs_with_ascending_eigenvalues(a):
@@ -225,6 +226,7 @@ def test_failed_factorizations_are_nan_filled():
     assert np.all(np.isnan(np.asarray(w))) and np.all(np.isnan(np.asarray(v)))
 
 
+@pytest.mark.compat
 def test_staged_modules_call_the_lapack_targets():
     a = hd.array(np.eye(3))
     for fn, target in ((la.det, "lapack_dgetrf_ffi"), (la.inv, "lapack_dtrsm_ffi"),
@@ -239,6 +241,7 @@ def test_staged_modules_call_the_lapack_targets():
 
 # -- the HLO fallback and the LU-backed functions ------------------------------------------
 
+@pytest.mark.compat
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 def test_lu_functions_agree_with_and_without_lapack(monkeypatch, dtype):
     rng = np.random.default_rng(1)
@@ -367,6 +370,7 @@ def test_svd_and_qr_derivatives(dtype, shape):
                     lambda x: _loss(jnp.linalg.qr(x)[0], w) + _loss(jnp.linalg.qr(x)[1], wr), a)
 
 
+@pytest.mark.compat
 def test_forward_mode_matches_jax():
     a = _rand((2, 4, 4), np.float64)
     t = _rand((2, 4, 4), np.float64)
@@ -395,6 +399,7 @@ def test_unsupported_derivatives_say_why():
 
 # -- vmap ---------------------------------------------------------------------------------
 
+@pytest.mark.compat
 def test_vmap_uses_the_kernels_native_batching():
     a = _rand((3, 4, 4), np.float64)
     b = _rand((3, 4), np.float64)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-from torch import nn as tnn
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch (the oracle) comes with the test extra; .ci/compat installs test-core")
+from torch import nn as tnn  # noqa: E402
 
 import hlodsl as hd
 import hlodsl.stdlib as xp

@@ -10,9 +10,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+nbformat = pytest.importorskip(
+    "nbformat", reason="nbformat and nbclient come with the test extra, not test-core")
+from nbclient import NotebookClient  # noqa: E402
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 

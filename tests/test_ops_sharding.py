@@ -15,8 +15,9 @@ from hlodsl import ops, runtime
 COVERED_OPCODES = {"sharding-constraint", "result-sharding", "global-to-local",
                    "local-to-global", "manual-computation"}
 
-pytestmark = pytest.mark.skipif(runtime.device_count() < 8,
-                                reason="needs 8 devices (tests/conftest.py sets XLA_FLAGS)")
+pytestmark = [pytest.mark.compat,  # jax/jaxlib-release sensitive paths (.ci/compat)
+              pytest.mark.skipif(runtime.device_count() < 8,
+                                 reason="needs 8 devices (tests/conftest.py sets XLA_FLAGS)")]
 
 
 @pytest.fixture(scope="module")

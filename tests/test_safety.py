@@ -29,6 +29,8 @@ from hlodsl.transforms.flow import StaleSourceWarning
 
 from buffers import aligned
 
+pytestmark = pytest.mark.compat  # jax/jaxlib-release sensitive paths (.ci/compat)
+
 
 
 

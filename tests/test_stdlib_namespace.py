@@ -334,6 +334,7 @@ def _address(a) -> int:
     return np.from_dlpack(a).ctypes.data
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("dtype", [np.float32, np.int8, np.complex128, np.bool_])
 def test_dlpack_export_is_a_copy_unless_copy_false_then_read_only(dtype):
     x = hd.array(np.arange(6).reshape(2, 3).astype(dtype))
@@ -344,6 +345,7 @@ def test_dlpack_export_is_a_copy_unless_copy_false_then_read_only(dtype):
     assert shared.ctypes.data == x._buf.unsafe_buffer_pointer() and not shared.flags.writeable
 
 
+@pytest.mark.compat
 def test_dlpack_bfloat16_through_jax():
     # numpy's DLPack import has no bfloat16; jax's has.
     import jax.numpy as jnp
@@ -356,6 +358,7 @@ def test_dlpack_bfloat16_through_jax():
     np.testing.assert_array_equal(np.asarray(y, np.float32), [1.5, -2])
 
 
+@pytest.mark.compat
 def test_from_dlpack_of_numpy_copies_unless_copy_false():
     host = aligned(np.arange(12, dtype=np.float32).reshape(3, 4))
     x = xp.from_dlpack(host, copy=False)
@@ -379,6 +382,7 @@ def _address_of_buffer(a) -> int:
     return a._buf.unsafe_buffer_pointer()
 
 
+@pytest.mark.compat
 def test_dlpack_round_trips_with_jax_and_hlodsl():
     import jax.numpy as jnp
 
@@ -406,6 +410,7 @@ def test_dlpack_with_torch():
     _same(x, np.arange(6, dtype=np.float32).reshape(2, 3))
 
 
+@pytest.mark.compat
 def test_dlpack_legacy_version_request():
     # A consumer that only knows DLPack < 1.0 gets the unversioned capsule.
     x = hd.array(np.float32([1, 2]))

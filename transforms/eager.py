@@ -16,7 +16,7 @@ from hlodsl.errors import staging_error
 from hlodsl.graph import current_builder
 from hlodsl.scalars import traced_scalar
 from hlodsl.settings import config
-from hlodsl.tree import flatten, unflatten
+from hlodsl.tree import flatten, has_identity_static, unflatten
 
 from .structures import types_of
 
@@ -88,6 +88,8 @@ def _trace_key(impl: Callable, name: str, args: tuple, leaves: list):
     try:
         hash(structure)
     except TypeError:  # an unhashable static value among the arguments
+        return None, ()
+    if has_identity_static(structure):  # an object the body may read, changed in place
         return None, ()
     return (impl, name, fp, structure, tuple(type(a) for a in leaves)), held
 

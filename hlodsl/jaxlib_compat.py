@@ -1,0 +1,158 @@
+"""The parts of jax/jaxlib hlodsl uses that are not public API, each probed once.
+
+hlodsl runs on every jax/jaxlib release in the range pyproject.toml declares
+(0.10.2 to 0.12.x, checked on 0.10.2, 0.11.2 and 0.12.0.1). hlodsl.runtime uses
+jax's public API (``jax.extend.backend``, ``jax.sharding``, ``jax.enable_x64``)
+and jaxlib's ``xla_client`` directly; every name that is private (a leading
+underscore, or an argument jaxlib may drop in any release) is reached through
+this module only. Each is looked up once, and where a release lacks it the
+fallback keeps hlodsl working: slower, or with a clear error naming the release.
+
+``PRIVATE_NAMES`` lists them with what each is for; tests/test_layers.py fails
+when a module names a private jax/jaxlib name that is not listed here.
+
+>>> sorted(PRIVATE_NAMES)[:2]
+['jax._src.xla_bridge._backends', 'jaxlib._jax.collect_garbage']
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import jax
+import jaxlib.xla_client as xc
+
+__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_handler",
+           "device_put", "collect_garbage", "client_started", "can_bind_lapack",
+           "initialize_lapack"]
+
+#: Each private name in use: what hlodsl does with it, and what happens on a
+#: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
+PRIVATE_NAMES: dict[str, str] = {
+    "jaxlib._jax.mlir.hlo_to_stablehlo":
+        "HLO module proto -> StableHLO bytecode, the form PJRT compiles; without it "
+        "nothing compiles (an ImportError naming the jaxlib release)",
+    "jaxlib._jax.collect_garbage":
+        "frees the call-stack records jaxlib keeps per execute (memory stays flat in long "
+        "loops); without it, nothing is drained",
+    "jax._src.xla_bridge._backends":
+        "whether jax already started an XLA client (fork guard, distributed.initialize); "
+        "without it, only hlodsl's own client counts",
+    "jaxlib.lapack._lapack.initialize":
+        "binds jaxlib's LAPACK routines before a module calls them (a call before that "
+        "crashes); without it, linalg_kernels='auto' uses the HLO kernels",
+    "jaxlib.xla_client.array_result_handler(_skip_checks=)":
+        "skips jaxlib 0.10's check of each result against its sharding (which rejects "
+        "our single-device outputs); later releases have no such check and no argument",
+}
+
+
+def private(name: str):
+    """The object a ``PRIVATE_NAMES`` entry names (``a.b.c`` = attribute ``c`` of
+    module ``a.b``, or of its attribute chain), or None where this release lacks it."""
+    if name not in PRIVATE_NAMES:
+        raise KeyError(f"{name} is not in jaxlib_compat.PRIVATE_NAMES: list it there first")
+    parts = name.split("(")[0].split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def available() -> dict[str, bool]:
+    """Which ``PRIVATE_NAMES`` this jax/jaxlib has (``_skip_checks`` as last probed)."""
+    out = {n: private(n) is not None for n in PRIVATE_NAMES}
+    out["jaxlib.xla_client.array_result_handler(_skip_checks=)"] = _SKIP_CHECKS[0] is not False
+    return out
+
+
+# -- compiling: HLO text -> StableHLO -------------------------------------------------
+
+_to_stablehlo = private("jaxlib._jax.mlir.hlo_to_stablehlo")
+
+
+def hlo_to_stablehlo(text: str) -> bytes:
+    """StableHLO bytecode for an HLO module given as text (XLA's own parser reads it)."""
+    if _to_stablehlo is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no jaxlib._jax.mlir.hlo_to_stablehlo, "
+                          "which hlodsl compiles through; install a jaxlib in the range "
+                          "pyproject.toml declares")
+    module = xc.hlo.hlo_module_from_text(text)
+    return _to_stablehlo(module.as_serialized_hlo_module_proto())
+
+
+# -- buffers: results and host -> device ------------------------------------------------
+
+_SKIP_CHECKS = [None]  # None: not probed yet; then True (accepted) or False
+
+
+def result_handler(aval, sharding):
+    """jaxlib's handler that turns one execute output into a jax Array of ``aval``."""
+    if _SKIP_CHECKS[0] is not False:
+        try:
+            handler = xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+            _SKIP_CHECKS[0] = True
+            return handler
+        except TypeError:  # jaxlib >= 0.11: no such argument (and no check to skip)
+            _SKIP_CHECKS[0] = False
+    return xc.array_result_handler(aval, sharding, committed=True)
+
+
+_X64_ARG = [True]  # batched_device_put takes enable_x64 (jaxlib 0.10.2 to 0.12 do)
+
+
+def device_put(aval, sharding, host, device):
+    """A committed buffer of ``host`` (a numpy array) on ``device``, its element type
+    kept even when jax's x64 mode is off (no narrowing of 64-bit types)."""
+    if _X64_ARG[0]:
+        try:
+            return xc.batched_device_put(aval, sharding, [host], [device], True,
+                                         enable_x64=True)
+        except TypeError:  # a jaxlib without the argument: scope jax's flag instead
+            _X64_ARG[0] = False
+    with jax.enable_x64(True):
+        return xc.batched_device_put(aval, sharding, [host], [device], True)
+
+
+# -- runtime housekeeping --------------------------------------------------------------
+
+_collect = private("jaxlib._jax.collect_garbage")
+
+
+def collect_garbage() -> None:
+    """Free the per-call records jaxlib keeps until its garbage collection runs."""
+    if _collect is not None:
+        _collect()
+
+
+def client_started() -> bool:
+    """Whether jax has started an XLA client in this process (False where unknown)."""
+    backends = private("jax._src.xla_bridge._backends")
+    return bool(backends)
+
+
+def _lapack_initialize():
+    return private("jaxlib.lapack._lapack.initialize")
+
+
+def can_bind_lapack() -> bool:
+    """Whether ``initialize_lapack`` can bind jaxlib's LAPACK routines here."""
+    return _lapack_initialize() is not None
+
+
+def initialize_lapack() -> bool:
+    """Bind jaxlib's LAPACK routines to their custom-call targets; False where this
+    jaxlib offers no way to (its LAPACK targets must not be called then)."""
+    init = _lapack_initialize()
+    if init is None:
+        return False
+    init()
+    return True
