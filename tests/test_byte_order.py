@@ -78,3 +78,12 @@ def test_from_dlpack_of_big_endian_data_says_what_to_do_instead():
     # numpy itself refuses to export it: DLPack carries native byte order only.
     with pytest.raises(BufferError, match=r"from_dlpack: .*byte order.*asarray\(x\)"):
         xp.from_dlpack(np.array([1.5], ">f4"))
+
+
+def test_a_big_endian_constant_is_its_values_and_equals_the_native_one():
+    from hlodsl.structural import Constant
+
+    be, le = np.array([1.5, -2.0], ">f4"), np.array([1.5, -2.0], "<f4")
+    assert Constant(be) == Constant(le) and hash(Constant(be)) == hash(Constant(le))
+    x = hd.array(np.float32([1, 2]))
+    _check(hd.compile(lambda a: Constant(be)() + a)(x), le + np.float32([1, 2]))
