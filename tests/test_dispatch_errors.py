@@ -62,6 +62,15 @@ def test_every_public_generic_refuses_arguments_it_has_no_method_for_with_a_type
         assert message.count("Opaque") >= k, message
 
 
+@pytest.mark.parametrize("rule", [hd.vjp_rule, hd.jvp_rule, hd.batch_rule],
+                         ids=lambda g: g.__name__)
+def test_the_cores_rule_generics_refuse_what_is_not_an_op_with_a_type_error(rule):
+    assert no_method_arities(rule)
+    for k in no_method_arities(rule):
+        with pytest.raises(hd.NoMethodError, match=rf"^{rule.__name__}: no method for argument"):
+            rule(*(Opaque(),) * k)
+
+
 @pytest.mark.parametrize("name", sorted(TAKE_ANYTHING))
 def test_generics_that_take_anything_still_refuse_an_opaque_value_with_a_type_error(name):
     with pytest.raises(TypeError, match=f"{name}|asarray"):
