@@ -1903,6 +1903,8 @@ case("array", "int-too-large", lambda: hd.array(2 ** 70), (OverflowError, VE),
      r"\barray\b", r"1180591620717411303424|too large|overflow", r"int64|uint64|64-bit")
 case("array", "negative-to-unsigned", lambda: hd.array([-1], dtype=hd.uint32), (OverflowError, VE),
      r"\barray\b", r"-1", r"uint32|range|unsigned")
+case("array", "structured-dtype", lambda: hd.array(np.zeros(2, [("a", "<f4"), ("b", "<i4")])), TE,
+     r"\barray\b", r"structured|\[\('a'", r"field|one element type")
 case("array", "Array-negative-shape-parameter", lambda: hd.Array[hd.float32, (-1,)], TE,
      r"\bArray\b", r"\(-1,\)|shape", NONNEG)
 case("array", "Array-unknown-element-type", lambda: hd.Array["nope", (3,)], TE,
@@ -1935,6 +1937,8 @@ case("dlpack", "from_dlpack-copy-string", lambda: xp.from_dlpack(F3, copy="yes")
 case("dlpack", "from_dlpack-unsupported-dtype",
      lambda: xp.from_dlpack(np.zeros(2, "datetime64[s]")), (TE, BufferError),
      w("from_dlpack"), r"datetime64|<M8|dtype", r"supported|integer|float")
+case("dlpack", "from_dlpack-big-endian", lambda: xp.from_dlpack(np.array([1.5], ">f4")),
+     (TE, BufferError), w("from_dlpack"), r"byte order|>f4", r"asarray|native")
 case("dlpack", "dlpack-of-symbolic", lambda: hd.compile(lambda x: np.from_dlpack(x))(F3), STE,
      r"dlpack", r"symbolic", r"only known|runs")
 
