@@ -53,23 +53,36 @@ class Config:
     #: Read when a function is staged; a change empties hlodsl's caches, so every
     #: compiled function and eager op stages again with the new kernels at its next call.
     linalg_kernels: str = "auto"
+    #: The precision of every dot and convolution whose ``precision`` is not given
+    #: (``ops.Dot``, ``ops.Convolution``, and so ``matmul``, ``tensordot``, ``einsum``,
+    #: ``nn.linear``, ``nn.conv``...), as jax's ``jax_default_matmul_precision``:
+    #: ``"default"`` lets the backend choose (TF32 for float32 on recent NVIDIA GPUs),
+    #: ``"high"`` (bf16x3 / TF32x3 there) and ``"highest"`` (full float32). XLA:CPU
+    #: computes at the operands' own precision whatever is asked. Read when a function
+    #: is staged; a change empties hlodsl's caches, as ``linalg_kernels`` does.
+    default_matmul_precision: str = "default"
 
     def __setattr__(self, name, value):
-        if name == "linalg_kernels":
-            if value not in LINALG_KERNELS:
-                raise ValueError(f"hlodsl.config.linalg_kernels: must be one of "
-                                 f"{', '.join(map(repr, LINALG_KERNELS))}, got {value!r}")
+        allowed = _CHOICES.get(name)
+        if allowed is not None:
+            if value not in allowed:
+                raise ValueError(f"hlodsl.config.{name}: must be one of "
+                                 f"{', '.join(map(repr, allowed))}, got {value!r}")
             if value != getattr(self, name, value):  # (not while __init__ sets it)
                 from .cache import clear_all
 
                 super().__setattr__(name, value)
-                clear_all()  # programs staged with the other kernels must not run again
+                clear_all()  # programs staged under the old setting must not run again
                 return
         super().__setattr__(name, value)
 
 
 #: The values ``Config.linalg_kernels`` takes.
 LINALG_KERNELS = ("auto", "hlo", "lapack")
+#: HLO's operand precisions (``operand_precision={p,p}`` on a dot or convolution).
+PRECISIONS = ("default", "high", "highest")
+#: Settings read while staging, with the values each takes: changing one empties the caches.
+_CHOICES = {"linalg_kernels": LINALG_KERNELS, "default_matmul_precision": PRECISIONS}
 
 
 config = Config()

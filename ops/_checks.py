@@ -6,10 +6,11 @@ import numpy as np
 
 from hlodsl.dtypes import Floating
 from hlodsl.errors import require
+from hlodsl.settings import PRECISIONS, config
 
 __all__ = ["integer", "non_negative", "real", "function", "functions", "optional", "flag",
-           "dims", "sizes", "one_of", "check_dims", "check_permutation",
-           "check_one_float_precision", "dims_text"]
+           "dims", "sizes", "one_of", "operand_precision", "precision_attributes", "check_dims",
+           "check_permutation", "check_one_float_precision", "dims_text"]
 
 # Converters of static operands. They refuse what does not mean what it looks
 # like (``Reshape((2.9, 6))`` must not be ``(2, 6)``, nor ``True`` a size 1);
@@ -131,6 +132,30 @@ def one_of(*allowed: str):
         return value.upper()
 
     return choice
+
+
+def operand_precision(value) -> tuple[str, str] | None:
+    """Converter of a dot's or convolution's ``precision``: None (``hd.config``'s
+    ``default_matmul_precision`` when staged), one of ``"default"``, ``"high"``,
+    ``"highest"`` for both operands, or a pair (lhs, rhs)."""
+    if value is None:
+        return None
+    pair = (value, value) if isinstance(value, str) else tuple(value)
+    if len(pair) != 2 or not all(isinstance(p, str) for p in pair):
+        raise TypeError(f"expected None, a precision or a pair of them (str), got {value!r}")
+    pair = tuple(p.lower() for p in pair)
+    bad = [p for p in pair if p not in PRECISIONS]
+    if bad:
+        raise ValueError(f"expected a precision among {', '.join(map(repr, PRECISIONS))}, "
+                         f"got {bad[0]!r}")
+    return pair
+
+
+def precision_attributes(precision: tuple[str, str] | None) -> list[str]:
+    """HLO's ``operand_precision`` attribute: the op's own precision, else the configured
+    default; nothing for ``default`` on both operands (HLO's own default)."""
+    pair = precision or (config.default_matmul_precision,) * 2
+    return [] if pair == ("default", "default") else [f"operand_precision={{{','.join(pair)}}}"]
 
 
 def check_dims(op, what: str, axes: tuple[int, ...], rank: int | None = None) -> None:

@@ -17,7 +17,8 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import check_permutation, integer
+from ._checks import (check_permutation, integer, operand_precision,
+                      precision_attributes)
 
 __all__ = ["Convolution"]
 
@@ -93,6 +94,7 @@ class Convolution(HloOp, opcode="convolution"):
     batch_group_count: int = attrs.field(converter=integer, default=1)
     preferred_element_type: type | None = attrs.field(converter=_optional(element_type),
                                                       default=None)
+    precision: tuple[str, str] | None = attrs.field(converter=operand_precision, default=None)
 
     def __attrs_post_init__(self):
         for spec in (self.lhs_spec, self.rhs_spec, self.out_spec):
@@ -172,7 +174,7 @@ class Convolution(HloOp, opcode="convolution"):
             out.append(f"feature_group_count={self.feature_group_count}")
         if self.batch_group_count > 1:
             out.append(f"batch_group_count={self.batch_group_count}")
-        return out
+        return out + precision_attributes(self.precision)
 
     def reference(self, lhs, rhs):
         ls, rs, os, strides, pads, ldil, rdil = self._resolved(np.ndim(lhs))
@@ -270,7 +272,8 @@ def _conv_ct_lhs(op: Convolution, ct, lhs, rhs):
                            ct.type.dims(os[2:]), pads, ldil, rdil)
     out = Convolution(window_strides=ldil, padding=padding, lhs_dilation=strides,
                       rhs_dilation=rdil, lhs_spec=os, rhs_spec=_swap(rs), out_spec=ls,
-                      feature_group_count=max(fgc, bgc))(ct, Reverse(rs[2:])(rhs))
+                      feature_group_count=max(fgc, bgc),
+                      precision=op.precision)(ct, Reverse(rs[2:])(rhs))
     if bgc > 1:
         out = _merge_axis(_split_axis(out, ls[1], bgc), ls[1], ls[0])
     return out
@@ -284,7 +287,7 @@ def _conv_ct_rhs(op: Convolution, ct, lhs, rhs):
     return Convolution(window_strides=rdil, padding=padding, lhs_dilation=ldil,
                        rhs_dilation=strides, lhs_spec=_swap(ls), rhs_spec=_swap(os),
                        out_spec=_swap(rs), feature_group_count=bgc,
-                       batch_group_count=fgc)(lhs, ct)
+                       batch_group_count=fgc, precision=op.precision)(lhs, ct)
 
 
 @vjp_rule.dispatch

@@ -18,7 +18,8 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import check_dims, dims, dims_text
+from ._checks import (check_dims, dims, dims_text, operand_precision,
+                      precision_attributes)
 
 __all__ = ["Dot"]
 
@@ -91,6 +92,7 @@ class Dot(HloOp, opcode="dot"):
     preferred_element_type: type[ElementType] | None = attrs.field(
         converter=_optional_dtype, default=None)
     algorithm: str | None = attrs.field(converter=_algorithm, default=None)
+    precision: tuple[str, str] | None = attrs.field(converter=operand_precision, default=None)
 
     def __attrs_post_init__(self):
         check_paired_dims(self)
@@ -137,7 +139,7 @@ class Dot(HloOp, opcode="dot"):
                 f"rhs_contracting_dims={dims_text(self.rhs_contracting)}"]
         if self.algorithm is not None:
             out.append(f"algorithm={self.algorithm}")
-        return out
+        return out + precision_attributes(self.precision)
 
     def reference(self, lhs, rhs):
         lhs, rhs = np.asarray(lhs), np.asarray(rhs)
@@ -182,8 +184,10 @@ def _dot_transpose(op: Dot, ct, other, mine_rank, mine_c, mine_b, other_c, other
     nb = len(mine_b)
     if ct.dtype is not other.dtype:  # preferred_element_type: work in ct's type
         other = Convert(ct.dtype)(other)
+    # The transposed dots keep the forward one's precision (as jax's transpose rule).
     res = Dot(lhs_contracting=ct_free_other, rhs_contracting=other_free,
-              lhs_batch=tuple(range(nb)), rhs_batch=other_b)(ct, other)
+              lhs_batch=tuple(range(nb)), rhs_batch=other_b,
+              precision=op.precision)(ct, other)
     mine_free = tuple(d for d in range(mine_rank) if d not in mine_c + mine_b)
     other_rest = sorted(other_c)  # the other's dims left in res, ascending
     order = list(mine_b) + list(mine_free) + [mine_c[other_c.index(d)] for d in other_rest]
@@ -225,7 +229,8 @@ def dot_batched(op: Dot, args: tuple, dims: tuple):
     lhs, rhs = args
     lc, rc = op.lhs_contracting, op.rhs_contracting
     lb, rb = op.lhs_batch, op.rhs_batch
-    kw = {"preferred_element_type": op.preferred_element_type, "algorithm": op.algorithm}
+    kw = {"preferred_element_type": op.preferred_element_type, "algorithm": op.algorithm,
+          "precision": op.precision}
     if dims[0] is not None and dims[1] is not None:  # one more batch dimension, first
         return Dot(shifted(lc), shifted(rc), (0, *shifted(lb)), (0, *shifted(rb)), **kw)(
             lhs, rhs), 0

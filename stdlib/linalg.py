@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from numbers import Real
 
+import attrs
+
 from hlodsl import ops
 from hlodsl.array import Array, Matrix, Vector
 from hlodsl.dispatcher import dispatch
@@ -56,37 +58,54 @@ _VECMAT = ops.Dot(lhs_contracting=(0,), rhs_contracting=(0,))
 
 # -- products ------------------------------------------------------------------------
 
+def _with(dot: ops.Dot, precision) -> ops.Dot:
+    """``dot`` with the caller's ``precision`` (None: ``hd.config.default_matmul_precision``)."""
+    return dot if precision is None else attrs.evolve(dot, precision=precision)
+
+
+# Every product takes ``precision=``: ``"default"``, ``"high"``, ``"highest"`` or a
+# (lhs, rhs) pair, as HLO's operand_precision and jax.numpy's argument; None follows
+# hd.config.default_matmul_precision. XLA:CPU computes at the operands' precision.
+
 @dispatch
-def matmul(A: Matrix, B: Matrix):
+def matmul(A: Matrix, B: Matrix, *, precision=None):
     """Matrix product: ``(m, k) @ (k, n) -> (m, n)``."""
-    return _MATVEC(*promote(A, B))
+    return _with(_MATVEC, precision)(*promote(A, B))
 
 
 @dispatch
-def matmul(A: Matrix, x: Vector):  # noqa: F811
+def matmul(A: Matrix, x: Vector, *, precision=None):  # noqa: F811
     """Matrix-vector product: ``(m, k) @ (k,) -> (m,)``."""
-    return _MATVEC(*promote(A, x))
+    return _with(_MATVEC, precision)(*promote(A, x))
 
 
 @dispatch
-def matmul(x: Vector, B: Matrix):  # noqa: F811
+def matmul(x: Vector, B: Matrix, *, precision=None):  # noqa: F811
     """Vector-matrix product: ``(k,) @ (k, n) -> (n,)``."""
-    return _VECMAT(*promote(x, B))
+    return _with(_VECMAT, precision)(*promote(x, B))
 
 
 @dispatch
-def matmul(x: Vector, y: Vector):  # noqa: F811
+def matmul(x: Vector, y: Vector, *, precision=None):  # noqa: F811
     """Inner product: ``(k,) @ (k,) -> ()``."""
-    return _VECMAT(*promote(x, y))
+    return _with(_VECMAT, precision)(*promote(x, y))
 
 
 @dispatch
-def matmul(A: Array, B: Array):  # noqa: F811
+def matmul(A: Array, B: Array, *, precision=None):  # noqa: F811
     """Batched product with numpy's rules: batch dimensions broadcast.
+
+    ``precision``: ``"default"``, ``"high"``, ``"highest"`` or a (lhs, rhs) pair
+    (None: ``hd.config.default_matmul_precision``), emitted as the dot's
+    ``operand_precision``; GPUs honour it (``"highest"``: full float32 instead
+    of TF32), XLA:CPU computes at the operands' precision whatever it says.
 
     >>> import numpy as np, hlodsl as hd
     >>> matmul(hd.array(np.ones((2, 1, 3))), hd.array(np.ones(3))).shape
     (2, 1)
+    >>> "operand_precision={highest,highest}" in hd.code_hlo(
+    ...     lambda a, b: matmul(a, b, precision="highest"), np.ones((2, 2)), np.ones((2, 2)))
+    True
     """
     if A.ndim == 0 or B.ndim == 0:
         raise fail(ShapeError, f"matmul: operands must have rank >= 1, got shapes {A.shape} "
@@ -102,10 +121,12 @@ def matmul(A: Array, B: Array):  # noqa: F811
         # (..., m, k) @ (k, n): the free batch dimensions of A join its rows, as
         # jnp.matmul does, instead of copying B once per batch entry (a broadcast XLA
         # keeps: a transformer step's weight gradients became one dot per entry).
-        out = ops.Dot(lhs_contracting=(A.ndim - 1,), rhs_contracting=(0,))(A, B)
+        out = ops.Dot(lhs_contracting=(A.ndim - 1,), rhs_contracting=(0,),
+                      precision=precision)(A, B)
         return ops.Reshape(out.shape[:-1])(out) if b_vec else out
     if A.ndim == 2 and B.ndim > 2:  # (m, k) @ (..., k, n): the same from the right
-        out = ops.Dot(lhs_contracting=(1,), rhs_contracting=(B.ndim - 2,))(A, B)
+        out = ops.Dot(lhs_contracting=(1,), rhs_contracting=(B.ndim - 2,),
+                      precision=precision)(A, B)
         k = B.ndim - 2  # out is (m, ..., n): move m before n
         out = ops.Transpose((*range(1, k + 1), 0, k + 1))(out)
         return ops.Reshape(out.shape[:-2] + out.shape[-1:])(out) if a_vec else out
@@ -114,7 +135,7 @@ def matmul(A: Array, B: Array):  # noqa: F811
     B = broadcast_to(B, batch + B.shape[-2:])
     n = len(batch)
     out = ops.Dot(lhs_contracting=(n + 1,), rhs_contracting=(n,),
-                  lhs_batch=tuple(range(n)), rhs_batch=tuple(range(n)))(A, B)
+                  lhs_batch=tuple(range(n)), rhs_batch=tuple(range(n)), precision=precision)(A, B)
     if a_vec or b_vec:
         shape = batch + (() if a_vec else (out.shape[-2],)) + (() if b_vec else (out.shape[-1],))
         out = ops.Reshape(shape)(out)
@@ -154,7 +175,7 @@ def _tensordot_axes(x1: Array, x2: Array, axes):
 
 
 @dispatch
-def tensordot(x1: Array, x2: Array, axes=2):
+def tensordot(x1: Array, x2: Array, axes=2, *, precision=None):
     """Contract ``x1`` and ``x2`` over ``axes``: the free dims of x1, then those of x2.
 
     ``axes``: an int ``n`` (the last ``n`` axes of x1 with the first ``n`` of
@@ -176,7 +197,7 @@ def tensordot(x1: Array, x2: Array, axes=2):
         raise fail(ShapeError, f"tensordot: contracted axes {a1} of shape {x1.shape} and "
                                f"{a2} of shape {x2.shape} differ in size")
     x1, x2 = promote(x1, x2)
-    return ops.Dot(lhs_contracting=a1, rhs_contracting=a2)(x1, x2)
+    return ops.Dot(lhs_contracting=a1, rhs_contracting=a2, precision=precision)(x1, x2)
 
 
 def _vector_axis(what: str, x1: Array, x2: Array, axis, size: int | None = None):
@@ -206,7 +227,7 @@ def _vector_axis(what: str, x1: Array, x2: Array, axis, size: int | None = None)
 
 
 @dispatch
-def vecdot(x1: Array, x2: Array, axis=-1):
+def vecdot(x1: Array, x2: Array, axis=-1, *, precision=None):
     """``sum(conj(x1) * x2, axis)``: dot products of vectors along ``axis``, broadcast.
 
     ``axis`` counts from the end (``-1``: the last); it must have the same
@@ -221,7 +242,7 @@ def vecdot(x1: Array, x2: Array, axis=-1):
     nb = x1.ndim - 1
     batch = tuple(range(nb))
     return ops.Dot(lhs_contracting=(nb,), rhs_contracting=(nb,), lhs_batch=batch,
-                   rhs_batch=batch)(conj(x1), x2)
+                   rhs_batch=batch, precision=precision)(conj(x1), x2)
 
 
 @dispatch

@@ -60,10 +60,11 @@ def _add_channel_bias(y: Array, b: Array, axis: int, what: str) -> Array:
     return ops.Add()(y, ops.Broadcast(y.shape, (axis,))(b))
 
 
-def linear(x: Array, W: Array, b: Array | None = None):
+def linear(x: Array, W: Array, b: Array | None = None, *, precision=None):
     """``x @ W.T + b`` with torch's ``(out_features, in_features)`` weight layout.
 
     ``x`` is ``(..., in_features)``; the result is ``(..., out_features)``.
+    ``precision``: the dot's, as ``xp.matmul``'s (None: ``hd.config.default_matmul_precision``).
 
     >>> import numpy as np, hlodsl as hd
     >>> W = hd.array(np.float32([[1, 0], [1, 1], [0, 2]]))      # 2 -> 3 features
@@ -76,7 +77,7 @@ def linear(x: Array, W: Array, b: Array | None = None):
         raise fail(ShapeError, f"linear: x (..., in_features) and W (out_features, "
                                f"in_features) must agree in in_features and element type, "
                                f"got x {x.type} and W {W.type}")
-    y = ops.Dot(lhs_contracting=(x.ndim - 1,), rhs_contracting=(1,))(x, W)
+    y = ops.Dot(lhs_contracting=(x.ndim - 1,), rhs_contracting=(1,), precision=precision)(x, W)
     return y if b is None else _add_channel_bias(y, b, y.ndim - 1, "linear")
 
 
@@ -85,7 +86,7 @@ dense = linear
 
 
 def conv(x: Array, w: Array, b: Array | None = None, stride=1, padding="VALID",
-         dilation=1, groups: int = 1, data_format: str = "NCHW"):
+         dilation=1, groups: int = 1, data_format: str = "NCHW", *, precision=None):
     """N-d convolution (cross-correlation, as torch's ``conv1d/2d/3d``).
 
     Args:
@@ -101,6 +102,8 @@ def conv(x: Array, w: Array, b: Array | None = None, stride=1, padding="VALID",
         data_format: ``"NCHW"`` (torch's layouts, the default) or ``"NHWC"``
             (channels last, jax's ``("NHWC", "HWIO", "NHWC")``), for any number
             of spatial dimensions.
+        precision: ``"default"``, ``"high"``, ``"highest"`` or a pair, the
+            convolution's operand precision (None: ``hd.config.default_matmul_precision``).
 
     Returns:
         ``(N, O, *out)`` (``(N, *out, O)`` channels-last),
@@ -146,7 +149,7 @@ def conv(x: Array, w: Array, b: Array | None = None, stride=1, padding="VALID",
         act = (0, r - 1) + tuple(range(1, r - 1))
         specs = dict(lhs_spec=act, rhs_spec=(r - 1, r - 2) + tuple(range(r - 2)), out_spec=act)
     y = ops.Convolution(window_strides=strides, padding=pads, rhs_dilation=dilations,
-                        feature_group_count=groups, **specs)(x, w)
+                        feature_group_count=groups, precision=precision, **specs)(x, w)
     return y if b is None else _add_channel_bias(y, b, r - 1 if last else 1, "conv")
 
 
