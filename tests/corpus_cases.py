@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import plum
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl import ops
 from hlodsl.stdlib import models, nn
+from generics import Opaque, no_method_arities, public_generics
 
 __all__ = ["Case", "CASES", "AREAS", "Answers", "WrongAnswer"]
 
@@ -82,9 +82,9 @@ SE, STE = hd.ShapeError, hd.StagingError
 TE, VE, IE = TypeError, ValueError, IndexError
 AXIS = (IndexError, ValueError)  # numpy's AxisError is both
 SHAPE_OR_VALUE = (hd.ShapeError, ValueError)
-#: A call no method of a generic accepts: the docs promise plum's lookup error,
-#: numpy users expect a TypeError; either is fine if it says what was wrong.
-DISPATCH = (TypeError, plum.NotFoundLookupError)
+#: A call no method of a generic accepts: hd.NoMethodError, a TypeError as numpy raises
+#: for operands of the wrong type, naming their types.
+DISPATCH = TypeError
 
 _NP = {"f32": "float32", "f64": "float64", "s32": "int32", "u32": "uint32",
        "pred": "bool", "c64": "complex64", "s64": "int64", "u64": "uint64"}
@@ -1965,6 +1965,8 @@ case("array", "int-too-large", lambda: hd.array(2 ** 70), (OverflowError, VE),
      r"\barray\b", r"1180591620717411303424|too large|overflow", r"int64|uint64|64-bit")
 case("array", "negative-to-unsigned", lambda: hd.array([-1], dtype=hd.uint32), (OverflowError, VE),
      r"\barray\b", r"-1", r"uint32|range|unsigned")
+case("array", "structured-dtype", lambda: hd.array(np.zeros(2, [("a", "<f4"), ("b", "<i4")])), TE,
+     r"\barray\b", r"structured|\[\('a'", r"field|one element type")
 case("array", "Array-negative-shape-parameter", lambda: hd.Array[hd.float32, (-1,)], TE,
      r"\bArray\b", r"\(-1,\)|shape", NONNEG)
 case("array", "Array-unknown-element-type", lambda: hd.Array["nope", (3,)], TE,
@@ -1997,6 +1999,8 @@ case("dlpack", "from_dlpack-copy-string", lambda: xp.from_dlpack(F3, copy="yes")
 case("dlpack", "from_dlpack-unsupported-dtype",
      lambda: xp.from_dlpack(np.zeros(2, "datetime64[s]")), (TE, BufferError),
      w("from_dlpack"), r"datetime64|<M8|dtype", r"supported|integer|float")
+case("dlpack", "from_dlpack-big-endian", lambda: xp.from_dlpack(np.array([1.5], ">f4")),
+     (TE, BufferError), w("from_dlpack"), r"byte order|>f4", r"asarray|native")
 case("dlpack", "dlpack-of-symbolic", lambda: hd.compile(lambda x: np.from_dlpack(x))(F3), STE,
      r"dlpack", r"symbolic", r"only known|runs")
 
@@ -2076,6 +2080,61 @@ case("sharding", "psum-outside-shard_map", lambda: hd.stdlib.parallel.psum(F3, "
 case("sharding", "psum-unknown-axis", lambda: hd.shard_map(
     lambda a: hd.stdlib.parallel.psum(a, "y"), _mesh2(), hd.P("x"), hd.P("x"))(F4), VE,
      w("psum"), r"'y'", r"not an axis")
+
+# == sizes: shapes whose bytes overflow int64 (XLA's limit) ===========================
+
+#: What a refused size must show: the bytes it would take, and the limit.
+BYTES = r"\d+ bytes"
+LIMIT = r"2\*\*63 - 1|9223372036854775807|int64"
+_BIG = (2 ** 31, 2 ** 31)  # 2**62 elements: they fit in int64, their bytes do not
+
+case("sizes", "ones-2**31-by-2**31", lambda: xp.ones(_BIG), VE,
+     r"\bones\b|Broadcast", TD("f64", *_BIG), BYTES, LIMIT)
+case("sizes", "zeros-float32-2**61", lambda: xp.zeros(2 ** 61, dtype=hd.float32), VE,
+     r"\bzeros\b|Broadcast", TD("f32", 2 ** 61), BYTES, LIMIT)
+case("sizes", "empty-2**62-by-2", lambda: xp.empty((2 ** 62, 2), dtype=hd.float32), VE,
+     r"\bempty\b|Broadcast", TD("f32", 2 ** 62, 2), BYTES, LIMIT)
+case("sizes", "full-2**40-squared", lambda: xp.full((2 ** 40, 2 ** 40), 1.5), VE,
+     r"\bfull\b|Broadcast", TD("f64", 2 ** 40, 2 ** 40), BYTES, LIMIT)
+case("sizes", "eye-2**32", lambda: xp.eye(2 ** 32), VE,
+     r"\beye\b|Iota", r"4294967296, ?4294967296", BYTES, LIMIT)
+case("sizes", "broadcast_to-2**62-rows", lambda: xp.broadcast_to(F3, (2 ** 62, 3)), VE,
+     r"\bbroadcast_to\b|Broadcast", TD("f32", 2 ** 62, 3), BYTES, LIMIT)
+case("sizes", "broadcast_to-staged-2**31-by-2**31",
+     lambda: hd.compile(lambda v: xp.broadcast_to(v, _BIG))(FS), VE,
+     r"\bbroadcast_to\b|Broadcast", TD("f32", *_BIG), BYTES, LIMIT)
+case("sizes", "code_hlo-of-an-overflowing-shape",
+     lambda: hd.code_hlo(lambda: xp.zeros(2 ** 61, dtype=hd.float32)), VE,
+     r"\bzeros\b|Broadcast", TD("f32", 2 ** 61), BYTES, LIMIT)
+case("sizes", "Broadcast-2**31-by-2**31", lambda: ops.Broadcast(_BIG)(FS), VE,
+     w("Broadcast"), TD("f32", *_BIG), BYTES, LIMIT, op="Broadcast")
+case("sizes", "Iota-float64-2**61", lambda: ops.Iota(hd.float64, (2 ** 61,), 0)(), VE,
+     w("Iota"), TD("f64", 2 ** 61), BYTES, LIMIT, op="Iota")
+case("sizes", "Pad-high-2**62", lambda: ops.Pad(low=0, high=2 ** 62)(F3, FS), VE,
+     w("Pad"), r"4611686018427387907", BYTES, LIMIT, op="Pad")
+case("sizes", "ArrayType-complex128-2**59", lambda: hd.ArrayType(hd.complex128, (2 ** 59,)), VE,
+     r"ArrayType|shape", TD("c128", 2 ** 59), BYTES, LIMIT)
+
+# == dispatch: every public generic, called with arguments no method takes ============
+
+case("dispatch", "add-array-and-None", lambda: xp.add(F3, None), TE,
+     w("add"), T("f32", 3), r"NoneType", r"add\(x")
+case("dispatch", "add-array-and-string", lambda: xp.add(F3, "a"), TE,
+     w("add"), T("f32", 3), r"\bstr\b|'a'", r"add\(x")
+case("dispatch", "add-array-and-ragged-list", lambda: xp.add(F3, [[1, 2], [3]]), TE,
+     w("add"), T("f32", 3), r"\blist\b|\[\[1, 2\], \[3\]\]", r"add\(x")
+case("dispatch", "sum-of-None", lambda: xp.sum(None), TE,
+     w("sum"), r"NoneType|None", r"sum\(x")
+case("dispatch", "matmul-of-a-list", lambda: xp.matmul(F23, [[1], [2], [3]]), TE,
+     w("matmul"), T("f32", 2, 3), r"\blist\b", r"matmul\(\w")
+
+for _name, _generic in sorted(public_generics().items()):
+    _arities = [k for k in no_method_arities(_generic) if k]
+    if _arities:  # else it takes anything (*args) and checks its arguments itself
+        case("dispatch", f"{_name}-of-opaque-arguments",
+             lambda g=_generic, k=_arities[0]: g(*(Opaque(),) * k), TE,
+             w(_name), r"\bOpaque\b", rf"{re.escape(_name)}\(\w")
+del _name, _generic, _arities
 
 # == staleness: cached programs run only while nothing they read has changed =============
 # Eager control flow caches the program it stages (transforms/fingerprint.py); hd.compile
