@@ -28,7 +28,9 @@ import numpy as np
 from plum import CovariantMeta, parametric
 
 from .devices import Device, DevicePlacement, Shard, default_device
-from .dtypes import ElementType, default_inexact, device_refusal, element_type
+from .dtypes import (
+    ElementType, default_inexact, device_refusal, element_type, native_byte_order,
+)
 from .errors import ShapeError, staging_error
 from .host_values import HostConversion
 from .types import ArrayType
@@ -376,6 +378,7 @@ def _to_host(x, np_dtype) -> np.ndarray:
     except TypeError as e:
         raise TypeError(f"array: cannot convert {_what(x, np_dtype)} ({e}); give a number, "
                         "a bool, a (nested) list of them or an array") from None
+    host = native_byte_order(host)  # big-endian data: swapped once, into a private copy
     if host.dtype == object and not isinstance(x, np.ndarray):
         for v in host.flat:  # numpy keeps ints beyond 64 bits as Python objects
             if isinstance(v, int) and not -2**63 <= v < 2**64:

@@ -64,6 +64,7 @@ __all__ = [
     "int32",
     "int64",
     "narrow_element_types",
+    "native_byte_order",
     "pred",
     "uint2",
     "uint4",
@@ -373,9 +374,24 @@ def element_type(x, *, caller: str | None = None) -> type[ElementType]:
     except TypeError:
         raise _unknown(f"{x!r} does not name an XLA element type", caller) from None
     try:
-        return _BY_NUMPY[dt]
+        # Byte order is how numpy stores a value, not which value: '>f4' is float32, as in
+        # numpy's and jax's arithmetic; hlodsl.array swaps the bytes of such data once.
+        return _BY_NUMPY[dt if dt.isnative else dt.newbyteorder("=")]
     except KeyError:
+        if dt.names:
+            raise _unknown(f"numpy dtype {dt} is structured (fields {', '.join(dt.names)}), and "
+                           "an array holds one element type: make an array of each field "
+                           "(x['name'])", caller) from None
         raise _unknown(f"numpy dtype {dt} has no XLA element type", caller) from None
+
+
+def native_byte_order(host: np.ndarray) -> np.ndarray:
+    """``host``, or a copy of it in native byte order where it is big-endian ('>f4').
+
+    >>> native_byte_order(np.array([1.5], ">f4")).dtype.str
+    '<f4'
+    """
+    return host if host.dtype.isnative else host.astype(host.dtype.newbyteorder("="))
 
 
 def _unknown(message: str, caller: str | None) -> TypeError:

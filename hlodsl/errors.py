@@ -10,11 +10,13 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
+import plum
+
 from .context import STATE
 
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
-    "RecompileWarning", "StaticArgumentWarning",
+    "NoMethodError", "ArraySizeError", "RecompileWarning", "StaticArgumentWarning",
     "SourceLocation", "user_location", "require",
 ]
 
@@ -45,6 +47,56 @@ class XlaCompileError(HloDslError):
 
 class MemoryLimitError(HloDslError, MemoryError):
     """A program cannot be made to fit its ``memory_limit`` (``hd.compile(f, memory_limit=...)``)."""
+
+
+class ArraySizeError(HloDslError, ValueError):
+    """An array type whose element count or size in bytes XLA cannot count (over int64).
+
+    A ``ValueError``, as numpy's "array is too big". ``op`` is the op whose
+    result it would have been, once known.
+    """
+
+    op = None
+
+    def of(self, op, operand_types) -> ArraySizeError:
+        """This error said as ``op``'s, applied to ``operand_types``, at the user's line."""
+        if self.op is not None:  # an inner op already said it
+            return self
+        types = ", ".join(str(t) for t in operand_types)
+        err = ArraySizeError(with_location(f"{op!r} cannot be applied to ({types}): "
+                                           f"its result {self}"))
+        err.op = op
+        return err
+
+
+class NoMethodError(HloDslError, plum.NotFoundLookupError, TypeError):
+    """No method of a generic function takes arguments of these types.
+
+    A ``TypeError``, as numpy and the array API raise for operands of the wrong
+    type, and plum's ``NotFoundLookupError``, which code written against plum
+    catches. ``f_name``, ``target`` (the arguments) and ``methods`` are plum's.
+    """
+
+    def __init__(self, message: str, f_name: str | None = None, target: tuple = (),
+                 methods=()):
+        Exception.__init__(self, message)  # args: what str(), pickling and tracebacks use
+        # plum's attributes, set here: its (compiled) __init__ refuses a subclass's instance.
+        self.f_name, self.target, self.methods = f_name, target, methods
+        self.max_suggestions = 3
+
+    # plum renders its lookup errors with rich; this one is already plain text.
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.args[0]!r})"
+
+    def __rich_console__(self, console, options):
+        yield self.args[0]
+
+    def __reduce__(self):
+        # The arguments and methods need not pickle (functions, arrays): the message does.
+        return type(self), (self.args[0], self.f_name)
 
 
 class RecompileWarning(UserWarning):
@@ -91,7 +143,8 @@ def user_location(skip: int = 1) -> SourceLocation | None:
     return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
 
 
-def _with_location(message: str) -> str:
+def with_location(message: str) -> str:
+    """``message`` followed by the user's line that made the failing call, where known."""
     loc = user_location(2)
     return f"{message}\n  at {loc}" if loc else message
 
@@ -104,8 +157,8 @@ def require(condition: bool, op, operand_types, message: str) -> None:
     if condition:
         return
     types = ", ".join(str(t) for t in operand_types)
-    raise ShapeError(_with_location(f"{op!r} cannot be applied to ({types}): {message}"))
+    raise ShapeError(with_location(f"{op!r} cannot be applied to ({types}): {message}"))
 
 
 def staging_error(message: str) -> StagingError:
-    return StagingError(_with_location(message))
+    return StagingError(with_location(message))

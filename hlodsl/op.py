@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import attrs
 
 from .array import Array, Token
-from .errors import internal_classes, require, staging_error, user_location
+from .errors import ArraySizeError, internal_classes, require, staging_error, user_location
 from .cache import BoundedCache
 from .settings import config
 from .context import STATE
@@ -223,7 +223,7 @@ class HloOp:
         """Record this op applied to ``args`` in ``builder``; returns symbolic result(s)."""
         types = tuple(a.type for a in args)
         check_arity(self, types)
-        rtype = self.result_type(*types)
+        rtype = result_type_of(self, types)
         # NOTE: a type XLA aborts on (float6 here) never reaches it: refused at the op.
         why = device_refusal(rtype) or next(filter(None, map(device_refusal, types)), None)
         if why is not None:
@@ -237,6 +237,14 @@ class HloOp:
                  if f.default is attrs.NOTHING or getattr(self, f.name) != f.default]
         fields = ", ".join(f"{f.name}={_short(getattr(self, f.name))}" for f in shown)
         return f"{type(self).__name__}({fields})"
+
+
+def result_type_of(op: HloOp, types: tuple):
+    """``op.result_type(*types)``; a result XLA cannot address is refused as ``op``'s."""
+    try:
+        return op.result_type(*types)
+    except ArraySizeError as e:
+        raise e.of(op, types) from None
 
 
 def observed_call(op: HloOp, builder, args: tuple):
@@ -296,7 +304,7 @@ class Composite(HloOp):
     def stage(self, builder, args):
         types = tuple(a.type for a in args)
         check_arity(self, types)
-        self.result_type(*types)  # the shape rule still guards the call
+        result_type_of(self, types)  # the shape rule still guards the call
         return self.expand(*args)
 
     def emit(self, operands, operand_types, result_type, ctx) -> str:

@@ -30,7 +30,7 @@ import inspect
 import typing
 from typing import Callable
 
-from .dispatcher import dispatch
+from .dispatcher import dispatch, methods
 from .errors import HloDslError
 from .op import Composite, HloOp
 
@@ -109,7 +109,7 @@ def register_rule(generic, op_class: type, fn: Callable) -> None:
 
     # A wrapper per class (one function may serve several: plum reads annotations),
     # with the generic's own signature, the op's class in place of HloOp's.
-    base = next((m.implementation for m in generic.methods
+    base = next((m.implementation for m in methods(generic)
                  if m.signature.types[0] is HloOp), fn)  # an abstract generic: fn's own
     hints = typing.get_type_hints(base)  # string annotations (PEP 563) made types
     signature = inspect.signature(base)
@@ -170,7 +170,7 @@ def not_batchable_reason(op_class: type) -> str | None:
 def rule_classes(generic=None) -> set[type]:
     """The op classes ``generic`` (default: ``vjp_rule``) has a method of their own for."""
     generic = vjp_rule if generic is None else generic
-    return {m.signature.types[0] for m in generic.methods} - {HloOp}
+    return {m.signature.types[0] for m in methods(generic)} - {HloOp}
 
 
 def has_derivative(op_class: type) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .dtypes import element_type
+from .dtypes import element_type, native_byte_order
 from .errors import require
 from .literals import literal_text
 from .op import HloOp, frozen
@@ -43,7 +43,8 @@ class Parameter(HloOp, opcode="parameter"):
 
 
 def _as_host(value) -> np.ndarray:
-    return np.asarray(value)
+    # Native byte order, as hlodsl.array takes data: equal values make equal constants.
+    return native_byte_order(np.asarray(value))
 
 
 @frozen(eq=False)

@@ -1,4 +1,4 @@
-"""Validation helpers shared by op classes: dimension lists and permutations."""
+"""Validation helpers shared by op classes: dimension lists, permutations, windows."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hlodsl.settings import PRECISIONS, config
 
 __all__ = ["integer", "non_negative", "real", "function", "functions", "optional", "flag",
            "dims", "sizes", "one_of", "operand_precision", "precision_attributes", "check_dims",
-           "check_permutation", "check_one_float_precision", "dims_text"]
+           "check_permutation", "check_one_float_precision", "num_windows", "dims_text"]
 
 # Converters of static operands. They refuse what does not mean what it looks
 # like (``Reshape((2.9, 6))`` must not be ``(2, 6)``, nor ``True`` a size 1);
@@ -180,6 +180,38 @@ def check_one_float_precision(op, operand_types) -> None:
     require(len(floats) <= 1, op, operand_types,
             f"floating-point operands of different precisions ({', '.join(floats)}) are not "
             "allowed in one instruction; convert them to one type first")
+
+
+def num_windows(op, operand_types, where: str, size: int, padding: tuple[int, int],
+                window: int, stride: int = 1, base_dilation: int = 1,
+                window_dilation: int = 1) -> int:
+    """How many windows fit along one dimension (StableHLO's ``num_windows``), checked.
+
+    The ``size`` elements of the dimension (``where``, for the message) get
+    ``base_dilation - 1`` holes between neighbours, then ``padding`` (low, high)
+    around them (negative crops); a window of ``window`` elements, dilated by
+    ``window_dilation``, steps over that by ``stride``. A window that does not
+    fit gives 0 windows: StableHLO's ``is_empty_window`` (reduce_window C15,
+    convolution C25, select_and_scatter C2), and jax.lax and XLA agree.
+    Padding that crops more than the dilated dimension holds leaves a
+    negative-size padded input, which no array can be: ``Pad`` refuses it,
+    StableHLO's shape inference asserts against it, ``lax.conv_general_dilated``
+    refuses it; here it is a ``ShapeError`` naming ``op`` and its operand types.
+
+    >>> num_windows("op", (), "dimension 0", 8, (1, 1), 3, stride=2)
+    4
+    >>> num_windows("op", (), "dimension 0", 8, (0, 0), 9)
+    0
+    """
+    dilated = (size - 1) * base_dilation + 1 if size else 0
+    padded = padding[0] + dilated + padding[1]
+    require(padded >= 0, op, operand_types,
+            f"padding {padding} crops {where}, of size {size}"
+            + (f" ({dilated} after base dilation {base_dilation})" if base_dilation != 1 else "")
+            + f", to a negative size {padded}: padding may crop at most what the "
+            "dimension holds")
+    span = (window - 1) * window_dilation + 1
+    return 0 if span > padded else (padded - span) // stride + 1
 
 
 def dims_text(axes) -> str:

@@ -17,7 +17,7 @@ from hlodsl.errors import require
 from hlodsl.op import HloOp, frozen
 from hlodsl.types import ArrayType
 
-from ._checks import (check_permutation, integer, operand_precision,
+from ._checks import (check_permutation, integer, num_windows, operand_precision,
                       precision_attributes)
 
 __all__ = ["Convolution"]
@@ -78,8 +78,11 @@ class Convolution(HloOp, opcode="convolution"):
     ``feature_group_count``: lhs features = G * rhs input features, G divides
     the output features. With B = ``batch_group_count``: B divides the lhs
     batch and the output features, and the result batch is lhs batch / B.
-    Spatial result size: ``(padded - dilated_kernel) // stride + 1`` (0 if the
-    kernel does not fit), padded = ``(n-1)*lhs_dilation + 1 + lo + hi``.
+    Spatial result size: ``(padded - dilated_kernel) // stride + 1``, padded =
+    ``(n-1)*lhs_dilation + 1 + lo + hi``. A kernel larger than the padded input
+    gives size 0, as the StableHLO spec defines it (``is_empty_window``, C25)
+    and jax.lax and XLA compute it; padding that crops more than the input
+    holds (padded < 0) is a ``ShapeError``, as in ``lax.conv_general_dilated``.
     """
 
     window_strides: tuple[int, ...] | None = attrs.field(converter=_ints, default=None)
@@ -152,9 +155,9 @@ class Convolution(HloOp, opcode="convolution"):
         shape = [0] * lhs.rank
         shape[os[0]], shape[os[1]] = batch // bgc, out_f
         for i, (n, k) in enumerate(zip(in_sp, k_sp)):
-            padded = _bound(n, ldil[i]) + pads[i][0] + pads[i][1]
-            window = _bound(k, rdil[i])
-            shape[os[2 + i]] = 0 if window > padded else (padded - window) // strides[i] + 1
+            shape[os[2 + i]] = num_windows(self, ops, f"spatial dimension {i} (lhs dimension "
+                                           f"{ls[2 + i]})", n, pads[i], k, strides[i],
+                                           ldil[i], rdil[i])
         return ArrayType(pref or lhs.dtype, shape)
 
     def attributes(self, operand_types, result_type, ctx):

@@ -2,8 +2,14 @@
 
 A target is native code XLA calls by name (jaxlib's CPU backend registers
 LAPACK targets such as ``lapack_spotrf_ffi``); its result type cannot be
-inferred, so the caller states it as ``out_type``. ``backend_config`` passes
-the target's attributes: for the typed FFI (the default ``api_version``, and
+inferred, so the caller states it as ``out_type``. XLA allocates exactly
+that for the target to write: declared larger than what the target writes,
+the rest is uninitialised memory; smaller, the target writes past it. Where
+the code that calls a target knows what it writes, it registers a rule with
+``register_custom_call_target`` (``hlodsl.stdlib.lapack`` does for jaxlib's
+LAPACK kernels) and every call of that target is checked against it; any
+other target is trusted as declared. ``backend_config`` passes the target's
+attributes: for the typed FFI (the default ``api_version``, and
 the one every jaxlib CPU target uses) a dict of scalars, written as the MLIR
 dictionary XLA expects (``{"uplo": np.uint8(76)}`` -> ``{uplo = 76 : ui8}``);
 for the legacy API versions an opaque string.
@@ -17,6 +23,9 @@ for the legacy API versions an opaque string.
 
 from __future__ import annotations
 
+import re
+from typing import Callable
+
 import attrs
 import numpy as np
 
@@ -26,7 +35,7 @@ from hlodsl.types import ArrayType, TokenType, TupleType
 
 from ._checks import check_permutation, dims_text, flag
 
-__all__ = ["CustomCall"]
+__all__ = ["CustomCall", "register_custom_call_target"]
 
 _API_VERSIONS = ("API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
                  "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI")
@@ -58,6 +67,20 @@ def _attribute(value) -> str:
                      f"float or str (numpy scalars fix the width), got {value!r}")
 
 
+#: One ``name = value`` of typed-FFI attribute text, as ``_attribute`` writes it.
+_ATTRIBUTE_TEXT = re.compile(r'(\w+) = ("(?:[^"\\]|\\.)*"|true|false|\S+ : [a-z]+\d+)')
+
+
+def _parse_attribute(text: str):
+    """The Python value of one attribute in ``_attribute``'s text (its inverse)."""
+    if text.startswith('"'):
+        return re.sub(r"\\(.)", r"\1", text[1:-1])
+    if text in ("true", "false"):
+        return text == "true"
+    number, kind = text.split(" : ")
+    return float(number) if kind.startswith("f") else int(number)
+
+
 def _config(value) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k} = {_attribute(v)}" for k, v in value.items()) + "}"
@@ -77,6 +100,8 @@ class CustomCall(HloOp, opcode="custom-call"):
     each operand's minor-to-major layout when the target needs one (e.g.
     ``(0, 1)``: column-major); results keep the default row-major layout.
     A call with ``has_side_effect`` is never merged with an identical one.
+    ``out_type`` is checked against what the target writes where a rule for
+    it is registered (``register_custom_call_target``), and trusted otherwise.
     """
 
     target: str
@@ -111,7 +136,23 @@ class CustomCall(HloOp, opcode="custom-call"):
     def interned(self) -> bool:
         return not self.has_side_effect
 
+    @property
+    def ffi_attributes(self) -> dict:
+        """The typed-FFI attributes of ``backend_config`` as Python values (ints, floats,
+        bools, strs); empty for the legacy API versions, whose config is opaque.
+
+        >>> CustomCall("t", ArrayType(np.float32, ()), {"uplo": np.uint8(76)}).ffi_attributes
+        {'uplo': 76}
+        """
+        if self.api_version != "API_VERSION_TYPED_FFI":
+            return {}
+        return {name: _parse_attribute(value)
+                for name, value in _ATTRIBUTE_TEXT.findall(self.backend_config)}
+
     def result_type(self, *types):
+        rule = _TARGET_RULES.get(self.target)
+        if rule is not None:
+            self._check_target_results(rule, types)
         if self.operand_layouts is not None:
             require(len(self.operand_layouts) == len(types), self, types,
                     f"operand_layouts has {len(self.operand_layouts)} layouts for "
@@ -120,6 +161,16 @@ class CustomCall(HloOp, opcode="custom-call"):
                 require(isinstance(t, ArrayType) and t.rank == len(layout), self, types,
                         f"operand {i} ({t}) does not fit the rank-{len(layout)} layout {layout}")
         return self.out_type
+
+    def _check_target_results(self, rule: Callable, types) -> None:
+        try:
+            writes = rule(types, self.ffi_attributes)
+        except ValueError as e:  # the rule's way of saying the target cannot take these
+            require(False, self, types, f"{self.target}: {e}")
+        require(writes == self.out_type, self, types,
+                f"{self.target} writes {writes} for these operands, but out_type declares "
+                f"{self.out_type}: a larger result would hold uninitialised memory, a "
+                "smaller one would be written past")
 
     def attributes(self, operand_types, result_type, ctx):
         target = self.target.replace("\\", "\\\\").replace('"', '\\"')
@@ -137,6 +188,33 @@ class CustomCall(HloOp, opcode="custom-call"):
             text = self.backend_config.replace("\\", "\\\\").replace('"', '\\"')
             out.append(f'backend_config="{text}"')
         return out
+
+
+# -- targets whose results are known ----------------------------------------------------
+# Filled from above (ops never imports stdlib): the module that calls a target states,
+# once, what the target writes, and every CustomCall of it is checked against that.
+
+_TARGET_RULES: dict[str, Callable] = {}
+
+
+def register_custom_call_target(target: str, rule: Callable) -> None:
+    """Check every ``CustomCall`` of ``target`` against what ``rule`` says it writes.
+
+    ``rule(operand_types, attributes)`` gets the operands' ``ArrayType``s and the
+    call's typed-FFI attributes (``CustomCall.ffi_attributes``) and returns the
+    result type the target writes for them (an ``ArrayType`` or a ``TupleType``),
+    or raises ``ValueError`` saying which operand or attribute the target cannot
+    take. A call whose ``out_type`` differs, or whose operands the rule refuses,
+    is a ``ShapeError`` naming the call. Registering a target again replaces
+    its rule.
+
+    >>> f32 = ArrayType(np.float32, (2,))
+    >>> register_custom_call_target("in_place_kernel", lambda types, attributes: types[0])
+    >>> CustomCall("in_place_kernel", f32).result_type(f32) == f32
+    True
+    >>> del _TARGET_RULES["in_place_kernel"]
+    """
+    _TARGET_RULES[target] = rule
 
 
 # -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------

@@ -23,7 +23,7 @@ from hlodsl.op import HloOp, frozen
 from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType, TupleType
 
-from ._checks import dims
+from ._checks import dims, num_windows
 from .reduce import check_identity_init
 
 __all__ = ["ReduceWindow"]
@@ -74,15 +74,9 @@ def window_shape(op, operand: ArrayType, types) -> tuple[int, ...]:
             f"window has {len(op.window_dimensions)} dimensions for a rank-{operand.rank} operand")
     base = getattr(op, "base_dilations", ones(op))
     wdil = getattr(op, "window_dilations", ones(op))
-    out = []
-    for d, size in enumerate(operand.shape):
-        lo, hi = op.padding[d]
-        padded = lo + hi + ((size - 1) * base[d] + 1 if size else 0)
-        require(padded >= 0, op, types,
-                f"padding {op.padding[d]} leaves dimension {d} with negative size")
-        window = (op.window_dimensions[d] - 1) * wdil[d] + 1
-        out.append(0 if padded < window else (padded - window) // op.window_strides[d] + 1)
-    return tuple(out)
+    return tuple(num_windows(op, types, f"dimension {d}", size, op.padding[d],
+                             op.window_dimensions[d], op.window_strides[d], base[d], wdil[d])
+                 for d, size in enumerate(operand.shape))
 
 
 def window_text(op) -> str:
@@ -109,8 +103,10 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
     Called as ``ReduceWindow(f, window_dimensions, ...)(*operands, *inits)``.
     Strides and dilations default to 1, padding to ``(0, 0)`` per dimension.
     Result dimension d has ``(padded_d - dilated_window_d) // stride_d + 1``
-    elements, where ``padded_d = (n_d - 1) * base_dilation_d + 1 + low_d + high_d``;
-    returns one array for one operand, a tuple for several.
+    elements, where ``padded_d = (n_d - 1) * base_dilation_d + 1 + low_d + high_d``
+    (0 elements where the window does not fit: StableHLO's ``is_empty_window``;
+    padding that crops ``padded_d`` below 0 is a ShapeError); returns one array
+    for one operand, a tuple for several.
 
     Each initial value must be the identity of ``f``, as for ``Reduce`` (see
     there; StableHLO leaves results for any other implementation-defined). It

@@ -36,7 +36,8 @@ class SelectAndScatter(HloOp, opcode="select-and-scatter"):
 
     Called as ``SelectAndScatter(select, scatter, window_dimensions, ...)(operand,
     source, init)``. ``source`` has the shape of the windowed operand (as a
-    ReduceWindow with the same window would give); ``select(a, b)`` returns pred,
+    ReduceWindow with the same window would give, so it is empty where no window
+    fits and nothing is scattered); ``select(a, b)`` returns pred,
     true to keep the currently selected ``a`` over ``b``; every result element
     starts at ``init`` and is combined with the source values scattered to it by
     ``scatter(acc, value)``. The result has the operand's shape and type.

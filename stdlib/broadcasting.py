@@ -13,7 +13,7 @@ import operator
 from hlodsl import ops
 from hlodsl.array import Array
 from hlodsl.dispatcher import dispatch
-from hlodsl.errors import ShapeError, user_location
+from hlodsl.errors import ShapeError, user_location, with_location
 
 from .promotion import promote
 
@@ -112,6 +112,12 @@ def broadcast(f, *xs):
     stdlib elementwise functions lower to HLO elementwise instructions; any other
     Python callable is staged on scalars into an HLO ``map``.
     """
+    if not callable(f):
+        raise TypeError(with_location(f"broadcast: f must be a callable to apply elementwise, "
+                                      f"got {type(f).__name__} {f!r}"))
+    if not xs:
+        raise TypeError(with_location("broadcast: no arrays to apply f over; call "
+                                      "broadcast(f, x, ...) with at least one array"))
     arrays = broadcast_arrays(*xs, what=getattr(f, "__name__", "broadcast"))
     if f in ELEMENTWISE:
         return f(*arrays)

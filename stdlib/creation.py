@@ -176,8 +176,12 @@ def from_dlpack(x, /, *, device=None, copy=None):
     try:
         buf, np_dtype = runtime.from_dlpack(x, copy=copy)
     except (BufferError, ValueError) as e:
+        # numpy exports only native byte order over DLPack, as the protocol asks.
+        swapped = not getattr(getattr(x, "dtype", None), "isnative", True)
         raise fail(BufferError, f"from_dlpack: cannot import {type(x).__name__} "
-                                f"(copy={copy}): {e}") from None
+                                f"(copy={copy}): {str(e).rstrip('.')}"
+                                + ("; asarray(x) copies it and swaps its bytes" if swapped
+                                   else "")) from None
     return Array._from_buffer(buf, ArrayType(element_type(np_dtype), tuple(buf.shape)))
 
 

@@ -16,6 +16,12 @@ an ordinary array (one transpose), and ``transposed_view(x)`` is the free
 view of ``x``'s transpose (a reshape, no data movement): LU and solves use it
 to skip the copies where a transposed factorization serves as well.
 
+Each kernel sizes its work from its operands and writes results of exactly
+the types ``_WRITES`` gives. They are registered for ``ops.CustomCall``
+(``ops.register_custom_call_target``), so a ``CustomCall`` of one of these
+targets that declares other results, or passes operands the kernel cannot
+take, is a ``ShapeError`` rather than uninitialised (or overwritten) memory.
+
 Failures: where LAPACK reports one through ``info``, the functions that use
 these kernels fill the affected matrices' results with NaN, as jax does
 (``nan_where_failed``); a singular matrix is not a failure of ``getrf``.
@@ -36,6 +42,8 @@ them (jaxlib's cuSOLVER targets on GPU are not used; other backends, and
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import attrs
 import numpy as np
@@ -118,11 +126,130 @@ def _target(routine: str, dtype) -> str:
     return f"lapack_{_PREFIX[dtype]}{routine}_ffi"
 
 
-def _call(routine: str, x: Array, out: tuple, *operands: Array, **attributes):
-    op = LapackCall(_target(routine, x.dtype), out,
-                    {k: np.uint8(ord(v)) if isinstance(v, str) else v
-                     for k, v in attributes.items()})
-    return op(x, *operands)
+def _call(routine: str, x: Array, *operands: Array, **attributes):
+    """``routine``'s kernel for ``x``'s element type on ``(x, *operands)``; the
+    result types are what the kernel writes. ``attributes``: one character each."""
+    attributes = {k: np.uint8(ord(v)) for k, v in attributes.items()}
+    out = _WRITES[routine](x.dtype, tuple(a.type for a in (x, *operands)), attributes)
+    return LapackCall(_target(routine, x.dtype), out, attributes)(x, *operands)
+
+
+# -- what each kernel writes ------------------------------------------------------------
+# Read from jaxlib's kernels (jaxlib/cpu/lapack_kernels.cc) and jax's lowerings of them
+# (jax/_src/lax/linalg.py): operands and results share the leading batch dimensions,
+# ``info`` is one int32 per matrix. A rule raises ValueError for operands or attributes
+# the kernel cannot take (ops.CustomCall turns that into a ShapeError naming the call).
+
+def _operands(dtype, types, names: str) -> tuple:
+    """The operand types, one per (space-separated) name, each an array of ``dtype``."""
+    if len(types) != len(names.split()):
+        raise ValueError(f"takes {len(names.split())} operand(s) ({names}), got {len(types)}")
+    for name, t in zip(names.split(), types):
+        if not isinstance(t, ArrayType) or t.dtype is not dtype:
+            raise ValueError(f"{name} must be {dtype.__name__} (the target's element "
+                             f"type), got {t}")
+    return types
+
+
+def _matrices(t, name: str, batch=None):
+    """``(batch, rows, cols)`` of a stack of matrices ``t`` (with ``batch``, if given)."""
+    if t.rank < 2 or (batch is not None and t.shape[:-2] != batch):
+        expect = "rank >= 2" if batch is None else f"batch dimensions {batch}"
+        raise ValueError(f"{name} must be a stack of matrices with {expect}, got {t}")
+    return t.shape[:-2], t.shape[-2], t.shape[-1]
+
+
+def _square(t, name: str):
+    batch, m, n = _matrices(t, name)
+    if m != n:
+        raise ValueError(f"{name} must be square (..., n, n), got {t}")
+    return batch, n
+
+
+def _char(attributes: dict, name: str, allowed: str) -> str:
+    value = attributes.get(name)
+    if not (isinstance(value, (int, np.integer)) and chr(value) in allowed):
+        raise ValueError(f"needs the attribute {name}, one of {', '.join(allowed)} as "
+                         f"np.uint8(ord(c)), got {value!r}")
+    return chr(value)
+
+
+def _info(batch) -> ArrayType:
+    return ArrayType(int32, batch)
+
+
+def _potrf(dtype, types, attributes):
+    (a,) = _operands(dtype, types, "a")
+    batch, _ = _square(a, "a")
+    _char(attributes, "uplo", "LU")
+    return TupleType((a, _info(batch)))
+
+
+def _getrf(dtype, types, attributes):
+    (a,) = _operands(dtype, types, "a")
+    batch, m, n = _matrices(a, "a")
+    return TupleType((a, ArrayType(int32, batch + (min(m, n),)), _info(batch)))
+
+
+def _trsm(dtype, types, attributes):
+    a, b = _operands(dtype, types, "a b")
+    batch, k = _square(a, "a")
+    _, m, n = _matrices(b, "b", batch)
+    left = _char(attributes, "side", "LR") == "L"
+    if k != (m if left else n):
+        raise ValueError(f"a ({a}) must be {m if left else n} x {m if left else n} to solve "
+                         f"{'a x = b' if left else 'x a = b'} for b ({b})")
+    for name, allowed in (("uplo", "LU"), ("trans_x", "NTC"), ("diag", "NU")):
+        _char(attributes, name, allowed)
+    return b
+
+
+def _geqrf(dtype, types, attributes):
+    (a,) = _operands(dtype, types, "a")
+    batch, m, n = _matrices(a, "a")
+    return TupleType((a, ArrayType(dtype, batch + (min(m, n),))))
+
+
+def _orgqr(dtype, types, attributes):
+    a, tau = _operands(dtype, types, "a tau")
+    batch, m, n = _matrices(a, "a")
+    if tau.rank != a.rank - 1 or tau.shape[:-1] != batch or not m >= n >= tau.shape[-1]:
+        raise ValueError(f"a ({a}) and tau ({tau}) must be (..., M, N) and (..., K) with "
+                         "M >= N >= K (LAPACK's orgqr)")
+    return a
+
+
+def _syevd(dtype, types, attributes):
+    (a,) = _operands(dtype, types, "a")
+    batch, n = _square(a, "a")
+    _char(attributes, "mode", "VN")
+    _char(attributes, "uplo", "LU")
+    return TupleType((a, ArrayType(_REAL.get(dtype, dtype), batch + (n,)), _info(batch)))
+
+
+def _gesdd(dtype, types, attributes):
+    (a,) = _operands(dtype, types, "a")
+    batch, m, n = _matrices(a, "a")
+    k = min(m, n)
+    # Mode N computes no vectors: u and vt are placeholders the kernel never writes.
+    u, vt = {"A": ((m, m), (n, n)), "S": ((m, k), (k, n)),
+             "N": ((m, 1), (1, n))}[_char(attributes, "mode", "ASN")]
+    return TupleType((a, ArrayType(_REAL.get(dtype, dtype), batch + (k,)),
+                      ArrayType(dtype, batch + u), ArrayType(dtype, batch + vt), _info(batch)))
+
+
+#: routine -> its rule, ``rule(dtype, operand_types, attributes) -> result type``.
+_WRITES = {"potrf": _potrf, "getrf": _getrf, "trsm": _trsm, "geqrf": _geqrf,
+           "orgqr": _orgqr, "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd,
+           "gesdd": _gesdd}
+#: The routines that exist only for real, or only for complex, element types.
+_ONLY = {"orgqr": (float32, float64), "syevd": (float32, float64),
+         "ungqr": (complex64, complex128), "heevd": (complex64, complex128)}
+
+for _routine, _rule in _WRITES.items():
+    for _dtype in _ONLY.get(_routine, tuple(_PREFIX)):
+        ops.register_custom_call_target(_target(_routine, _dtype), partial(_rule, _dtype))
+del _routine, _rule, _dtype
 
 
 # -- kernel views ---------------------------------------------------------------------
@@ -167,9 +294,7 @@ def getrf(a: Array):
     ``ipiv`` (int32, ``(..., min(M, N))``) is 1-based as in LAPACK; ``info > 0``
     means ``U[info-1, info-1]`` is exactly zero (the factorization is complete).
     """
-    batch, (m, n) = a.shape[:-2], a.shape[-2:]
-    return _call("getrf", a, (a.type, ArrayType(int32, batch + (min(m, n),)),
-                              ArrayType(int32, batch)))
+    return _call("getrf", a)
 
 
 def trsm(a: Array, b: Array, *, left: bool = True, lower: bool = True, trans: str = "N",
@@ -179,20 +304,19 @@ def trsm(a: Array, b: Array, *, left: bool = True, lower: bool = True, trans: st
     ``a``: ``(..., K, K)`` triangular (only the ``lower``/upper triangle is read),
     ``b``: ``(..., M, N)`` with the same batch dims; the result has ``b``'s shape.
     """
-    return _call("trsm", a, b.type, b, side="L" if left else "R", uplo="L" if lower else "U",
+    return _call("trsm", a, b, side="L" if left else "R", uplo="L" if lower else "U",
                  trans_x=trans, diag="U" if unit else "N")
 
 
 def geqrf(a: Array):
     """Householder QR of ``(..., M, N)``: ``(a_out, tau)``, tau ``(..., min(M, N))``."""
-    batch, (m, n) = a.shape[:-2], a.shape[-2:]
-    return _call("geqrf", a, (a.type, ArrayType(a.dtype, batch + (min(m, n),))))
+    return _call("geqrf", a)
 
 
 def orgqr(a: Array, tau: Array) -> Array:
     """The first ``N`` columns of ``Q`` from ``geqrf``'s reflectors in ``a`` ``(..., M, N)``."""
     routine = "ungqr" if a.dtype in _REAL else "orgqr"
-    return _call(routine, a, a.type, tau)
+    return _call(routine, a, tau)
 
 
 def syevd(a: Array, vectors: bool = True):
@@ -201,9 +325,7 @@ def syevd(a: Array, vectors: bool = True):
     Reads the lower triangle; returns ``(v, w, info)``.
     """
     routine = "heevd" if a.dtype in _REAL else "syevd"
-    w = ArrayType(_REAL.get(a.dtype, a.dtype), a.shape[:-1])
-    return _call(routine, a, (a.type, w, ArrayType(int32, a.shape[:-2])),
-                 mode="V" if vectors else "N", uplo="L")
+    return _call(routine, a, mode="V" if vectors else "N", uplo="L")
 
 
 def gesdd(a: Array, mode: str):
@@ -213,11 +335,5 @@ def gesdd(a: Array, mode: str):
     ``K x N``, ``K = min(M, N)``) or ``'N'`` (singular values only: ``u`` and ``vt``
     are ``M x 1`` and ``1 x N`` placeholders the kernel does not write).
     """
-    batch, (m, n) = a.shape[:-2], a.shape[-2:]
-    k = min(m, n)
-    u, vt = {"A": ((m, m), (n, n)), "S": ((m, k), (k, n)), "N": ((m, 1), (1, n))}[mode]
-    s = ArrayType(_REAL.get(a.dtype, a.dtype), batch + (k,))
-    _, s, u, vt, info = _call("gesdd", a, (a.type, s, ArrayType(a.dtype, batch + u),
-                                           ArrayType(a.dtype, batch + vt),
-                                           ArrayType(int32, batch)), mode=mode)
+    _, s, u, vt, info = _call("gesdd", a, mode=mode)
     return s, u, vt, info

@@ -9,9 +9,9 @@ to the operators too.
 from __future__ import annotations
 
 import numpy as np
-from plum import NotFoundLookupError
 
 from hlodsl.array import Array
+from hlodsl.errors import NoMethodError
 
 from . import elementwise as ew
 from . import elementwise_more as more
@@ -48,7 +48,7 @@ def _binary(fn, symbol: str, reflected: str):
     def fwd(self, other):
         try:
             return fn(self, other)
-        except NotFoundLookupError:
+        except NoMethodError:
             out = _refused(fn, symbol, reflected, self, other)
             if out is None:
                 raise
@@ -57,7 +57,7 @@ def _binary(fn, symbol: str, reflected: str):
     def rev(self, other):
         try:
             return fn(other, self)
-        except NotFoundLookupError:
+        except NoMethodError:
             if _refused(fn, symbol, "", self, other) is None:
                 raise
 

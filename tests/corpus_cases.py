@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import plum
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl import ops
 from hlodsl.stdlib import models, nn
+from generics import Opaque, no_method_arities, public_generics
 
 __all__ = ["Case", "CASES", "AREAS", "Answers", "WrongAnswer"]
 
@@ -82,9 +82,9 @@ SE, STE = hd.ShapeError, hd.StagingError
 TE, VE, IE = TypeError, ValueError, IndexError
 AXIS = (IndexError, ValueError)  # numpy's AxisError is both
 SHAPE_OR_VALUE = (hd.ShapeError, ValueError)
-#: A call no method of a generic accepts: the docs promise plum's lookup error,
-#: numpy users expect a TypeError; either is fine if it says what was wrong.
-DISPATCH = (TypeError, plum.NotFoundLookupError)
+#: A call no method of a generic accepts: hd.NoMethodError, a TypeError as numpy raises
+#: for operands of the wrong type, naming their types.
+DISPATCH = TypeError
 
 _NP = {"f32": "float32", "f64": "float64", "s32": "int32", "u32": "uint32",
        "pred": "bool", "c64": "complex64", "s64": "int64", "u64": "uint64"}
@@ -128,6 +128,10 @@ SAME_TYPE = r"(same|equal|one|matching) (shapes and )?(element )?types?|" \
 #: What an unknown dtype should be answered with: the supported ones, or where to find them.
 DTYPES = r"float32|supported|one of"
 BROADCAST = r"broadcast"
+#: A window op's padding that crops more than the (dilated) input holds: the padded input
+#: would have a negative size. (A window that merely does not fit is legal: StableHLO's
+#: is_empty_window gives an empty result, as jax.lax and XLA do.)
+CROP = r"negative size|crops? (more|past|below)|may crop at most|at least 0|non-?negative"
 SQUARE = r"square|\(\.\.\., ?n, ?n\)|n ?x ?n|\[\.\.\., ?n, ?n\]|minor dimensions .{0,20}equal"
 
 
@@ -429,6 +433,10 @@ case("ops", "Slice-wrong-rank", lambda: ops.Slice((0,), (1,))(F23), SE,
      w("Slice"), T("f32", 2, 3), r"one (entry|index) per dimension|" + RANK(2), op="Slice")
 case("ops", "Slice-None-limit", lambda: ops.Slice((0,), None), TE,
      w("Slice"), w("limit_indices"), INT, op="Slice")
+case("ops", "Slice-empty-past-the-end", lambda: ops.Slice((4,), (4,))(F3), SE,
+     w("Slice"), T("f32", 3), r"limit index 4|\b4\b", r"exceeds|<=|size 3|bound", op="Slice")
+case("ops", "Slice-limit-past-end-2d", lambda: ops.Slice((0, 0), (2, 4))(F23), SE,
+     w("Slice"), T("f32", 2, 3), r"limit index 4|dimension 1", r"exceeds|<=|size 3", op="Slice")
 
 case("ops", "Pad-negative-interior", lambda: ops.Pad((1,), (1,), (-1,)), VE,
      w("Pad"), w("interior"), NONNEG, op="Pad")
@@ -444,6 +452,9 @@ case("ops", "Pad-value-type-differs", lambda: ops.Pad((1,), (1,))(F3, IS), SE,
      w("Pad"), T("s32"), SAME_TYPE + r"|element type", op="Pad")
 case("ops", "Pad-crops-below-zero", lambda: ops.Pad((-2,), (-2,))(F3, FS), SE,
      w("Pad"), T("f32", 3), r"negative|at least 0|non-?negative|< ?0", op="Pad")
+case("ops", "Pad-crops-past-interior-padding",
+     lambda: ops.Pad((-3,), (-3,), (1,))(F3, _a(0, np.float32)), SE,
+     w("Pad"), T("f32", 3), r"dimension 0|-1", CROP, op="Pad")
 
 case("ops", "Concatenate-dimension-float", lambda: ops.Concatenate(1.5), TE,
      w("Concatenate"), w("dimension"), INT, op="Concatenate")
@@ -579,12 +590,19 @@ case("ops", "DynamicSlice-missing-starts", lambda: ops.DynamicSlice((2,))(F3), S
 case("ops", "DynamicSlice-size-too-big", lambda: ops.DynamicSlice((5,))(F3, IS), SE,
      w("DynamicSlice"), r"slice_sizes|\(5,\)|\b5\b", r"<=|exceed|larger|at most|fit",
      op="DynamicSlice")
+case("ops", "DynamicSlice-size-too-big-2d", lambda: ops.DynamicSlice((2, 4))(F23, IS, IS), SE,
+     w("DynamicSlice"), T("f32", 2, 3), r"slice size 4|dimension 1", r"exceed|<=|at most|fit",
+     op="DynamicSlice")
 case("ops", "DynamicSlice-float-start", lambda: ops.DynamicSlice((2,))(F3, FS), SE,
      w("DynamicSlice"), T("f32"), r"integer|int", op="DynamicSlice")
 case("ops", "DynamicSlice-vector-start", lambda: ops.DynamicSlice((2,))(F3, I3), SE,
      w("DynamicSlice"), T("s32", 3), r"scalar", op="DynamicSlice")
 case("ops", "DynamicUpdateSlice-update-too-big", lambda: ops.DynamicUpdateSlice()(F3, F4, IS), SE,
      w("DynamicUpdateSlice"), T("f32", 4), r"<=|exceed|larger|at most|fit",
+     op="DynamicUpdateSlice")
+case("ops", "DynamicUpdateSlice-update-too-big-2d",
+     lambda: ops.DynamicUpdateSlice()(F23, F32m, IS, IS), SE,
+     w("DynamicUpdateSlice"), T("f32", 3, 2), r"<=|exceed|larger|at most|fit",
      op="DynamicUpdateSlice")
 case("ops", "DynamicUpdateSlice-types-differ",
      lambda: ops.DynamicUpdateSlice()(F3, _a([1], np.int32), IS), SE,
@@ -640,6 +658,11 @@ case("ops", "Scatter-update-type-differs",
 case("ops", "Scatter-update-shape-wrong",
      lambda: ops.Scatter(add, **_SCATTER)(F3, _a([[0]], np.int32), _a([1, 2], np.float32)), SE,
      w("Scatter"), T("f32", 2), r"shape|expected|must be|must match", op="Scatter")
+case("ops", "Scatter-update-window-larger-than-operand",
+     lambda: ops.Scatter(add, update_window_dims=(1,), inserted_window_dims=(),
+                         scatter_dims_to_operand_dims=(0,), index_vector_dim=1)(
+         F3, _a([[0]], np.int32), _a(np.ones((1, 5)), np.float32)), SE,
+     w("Scatter"), T("f32", 1, 5), r"exceeds|<=|larger|at most|fit", op="Scatter")
 
 case("ops", "Map-computation-not-callable", lambda: ops.Map(3), TE,
      w("Map"), w("computation"), CALLABLE, op="Map")
@@ -694,9 +717,13 @@ case("ops", "ReduceWindow-strides-wrong-length", lambda: ops.ReduceWindow(add, (
      w("ReduceWindow"), w("window_strides"), r"one per|same length|as many|entr", op="ReduceWindow")
 case("ops", "ReduceWindow-window-rank-differs", lambda: ops.ReduceWindow(add, (2,))(F23, FS), SE,
      w("ReduceWindow"), T("f32", 2, 3), RANK(2) + r"|one per dimension", op="ReduceWindow")
-case("ops", "ReduceWindow-window-larger-than-input",
-     lambda: ops.ReduceWindow(add, (5,))(F3, FS), SE,
-     w("ReduceWindow"), T("f32", 3), r"window|larger|exceed|fit", op="ReduceWindow")
+case("ops", "ReduceWindow-padding-crops-past-input",
+     lambda: ops.ReduceWindow(add, (1,), padding=((-2, -2),))(F3, _a(0, np.float32)), SE,
+     w("ReduceWindow"), T("f32", 3), r"\(-2, -2\)|padding", CROP, op="ReduceWindow")
+case("ops", "ReduceWindow-padding-crops-past-dilated-input",
+     lambda: ops.ReduceWindow(add, (1,), base_dilations=(2,), padding=((-3, -3),))(
+         F3, _a(0, np.float32)), SE,
+     w("ReduceWindow"), T("f32", 3), r"\(-3, -3\)|base dilation", CROP, op="ReduceWindow")
 case("ops", "ReduceWindow-init-type-differs", lambda: ops.ReduceWindow(add, (2,))(F3, IS), SE,
      w("ReduceWindow"), T("s32"), SAME_TYPE + r"|element type", op="ReduceWindow")
 
@@ -709,6 +736,13 @@ case("ops", "SelectAndScatter-source-shape",
      lambda: ops.SelectAndScatter(lambda a, b: ops.Compare("GE")(a, b), add, (2,), (2,))(
          F4, F3, _a(0, np.float32)), SE,
      w("SelectAndScatter"), T("f32", 3), r"source|window|shape", op="SelectAndScatter")
+case("ops", "SelectAndScatter-negative-padding",
+     lambda: ops.SelectAndScatter(lt, add, (2,), padding=((-1, 0),)), VE,
+     w("SelectAndScatter"), w("padding"), NONNEG, op="SelectAndScatter")
+case("ops", "SelectAndScatter-window-larger-than-operand-with-a-source",
+     lambda: ops.SelectAndScatter(lambda a, b: ops.Compare("GE")(a, b), add, (5,))(
+         F3, _a([1], np.float32), _a(0, np.float32)), SE,
+     w("SelectAndScatter"), T("f32", 1), r"\(0,\)", r"source|windowed", op="SelectAndScatter")
 case("ops", "SelectAndScatter-select-returns-float",
      lambda: ops.SelectAndScatter(add, add, (2,), (2,))(F4, _a([1, 1], np.float32),
                                                         _a(0, np.float32)), (SE, STE),
@@ -900,6 +934,17 @@ case("ops", "Convolution-features-differ", lambda: ops.Convolution()(IMG, K_C2),
 case("ops", "Convolution-stride-wrong-length",
      lambda: ops.Convolution(window_strides=(1,))(IMG, K33), SE,
      w("Convolution"), w("window_strides"), r"spatial|one per|2 entr|two", op="Convolution")
+case("ops", "Convolution-padding-crops-past-input",
+     lambda: ops.Convolution(padding=((-3, -3), (0, 0)))(IMG, K33), SE,
+     w("Convolution"), T("f32", 1, 1, 4, 4), r"\(-3, -3\)|padding", CROP, op="Convolution")
+case("ops", "Convolution-padding-crops-past-dilated-input",
+     lambda: ops.Convolution(padding=((-4, -4), (0, 0)), lhs_dilation=(2, 1))(IMG, K33), SE,
+     w("Convolution"), T("f32", 1, 1, 4, 4), r"\(-4, -4\)|base dilation", CROP,
+     op="Convolution")
+case("ops", "Convolution-padding-crops-an-empty-input",
+     lambda: ops.Convolution(padding=((0, 0), (-1, 0)))(_a(np.zeros((1, 1, 4, 0)), np.float32),
+                                                       K33), SE,
+     w("Convolution"), T("f32", 1, 1, 4, 0), r"\(-1, 0\)|padding", CROP, op="Convolution")
 
 case("ops", "CustomCall-target-not-string",
      lambda: ops.CustomCall(5, hd.ArrayType(hd.float32, (3,))),
@@ -915,6 +960,23 @@ case("ops", "CustomCall-layout-not-permutation",
 case("ops", "CustomCall-side-effect-string",
      lambda: ops.CustomCall("t", hd.ArrayType(hd.float32, (3,)), has_side_effect="yes"), TE,
      w("CustomCall"), w("has_side_effect"), r"True or False|bool", op="CustomCall")
+# A target hlodsl calls itself (stdlib/lapack.py registers what its kernels write).
+case("ops", "CustomCall-lapack-result-larger-than-written",
+     lambda: ops.CustomCall("lapack_spotrf_ffi", (hd.ArrayType(hd.float32, (64, 64)),
+                                                  hd.ArrayType(hd.int32, ())),
+                            {"uplo": np.uint8(ord("L"))})(F22), SE,
+     w("CustomCall"), r"lapack_spotrf_ffi", T("f32", 2, 2), r"f32\[64,64\]",
+     r"writes \(f32\[2,2\], s32\[\]\)", op="CustomCall")
+case("ops", "CustomCall-lapack-operand-not-square",
+     lambda: ops.CustomCall("lapack_spotrf_ffi", (hd.ArrayType(hd.float32, (2, 3)),
+                                                  hd.ArrayType(hd.int32, ())),
+                            {"uplo": np.uint8(ord("L"))})(F23), SE,
+     w("CustomCall"), r"lapack_spotrf_ffi", T("f32", 2, 3), SQUARE, op="CustomCall")
+case("ops", "CustomCall-lapack-operand-wrong-element-type",
+     lambda: ops.CustomCall("lapack_dgetrf_ffi", (hd.ArrayType(hd.float32, (2, 2)),
+                                                  hd.ArrayType(hd.int32, (2,)),
+                                                  hd.ArrayType(hd.int32, ())))(F22), SE,
+     w("CustomCall"), r"lapack_dgetrf_ffi", T("f32", 2, 2), r"float64", op="CustomCall")
 
 case("ops", "AllReduce-computation-None", lambda: ops.AllReduce(None), TE,
      w("AllReduce"), w("computation"), CALLABLE, op="AllReduce")
@@ -1903,6 +1965,8 @@ case("array", "int-too-large", lambda: hd.array(2 ** 70), (OverflowError, VE),
      r"\barray\b", r"1180591620717411303424|too large|overflow", r"int64|uint64|64-bit")
 case("array", "negative-to-unsigned", lambda: hd.array([-1], dtype=hd.uint32), (OverflowError, VE),
      r"\barray\b", r"-1", r"uint32|range|unsigned")
+case("array", "structured-dtype", lambda: hd.array(np.zeros(2, [("a", "<f4"), ("b", "<i4")])), TE,
+     r"\barray\b", r"structured|\[\('a'", r"field|one element type")
 case("array", "Array-negative-shape-parameter", lambda: hd.Array[hd.float32, (-1,)], TE,
      r"\bArray\b", r"\(-1,\)|shape", NONNEG)
 case("array", "Array-unknown-element-type", lambda: hd.Array["nope", (3,)], TE,
@@ -1935,6 +1999,8 @@ case("dlpack", "from_dlpack-copy-string", lambda: xp.from_dlpack(F3, copy="yes")
 case("dlpack", "from_dlpack-unsupported-dtype",
      lambda: xp.from_dlpack(np.zeros(2, "datetime64[s]")), (TE, BufferError),
      w("from_dlpack"), r"datetime64|<M8|dtype", r"supported|integer|float")
+case("dlpack", "from_dlpack-big-endian", lambda: xp.from_dlpack(np.array([1.5], ">f4")),
+     (TE, BufferError), w("from_dlpack"), r"byte order|>f4", r"asarray|native")
 case("dlpack", "dlpack-of-symbolic", lambda: hd.compile(lambda x: np.from_dlpack(x))(F3), STE,
      r"dlpack", r"symbolic", r"only known|runs")
 
@@ -2014,6 +2080,61 @@ case("sharding", "psum-outside-shard_map", lambda: hd.stdlib.parallel.psum(F3, "
 case("sharding", "psum-unknown-axis", lambda: hd.shard_map(
     lambda a: hd.stdlib.parallel.psum(a, "y"), _mesh2(), hd.P("x"), hd.P("x"))(F4), VE,
      w("psum"), r"'y'", r"not an axis")
+
+# == sizes: shapes whose bytes overflow int64 (XLA's limit) ===========================
+
+#: What a refused size must show: the bytes it would take, and the limit.
+BYTES = r"\d+ bytes"
+LIMIT = r"2\*\*63 - 1|9223372036854775807|int64"
+_BIG = (2 ** 31, 2 ** 31)  # 2**62 elements: they fit in int64, their bytes do not
+
+case("sizes", "ones-2**31-by-2**31", lambda: xp.ones(_BIG), VE,
+     r"\bones\b|Broadcast", TD("f64", *_BIG), BYTES, LIMIT)
+case("sizes", "zeros-float32-2**61", lambda: xp.zeros(2 ** 61, dtype=hd.float32), VE,
+     r"\bzeros\b|Broadcast", TD("f32", 2 ** 61), BYTES, LIMIT)
+case("sizes", "empty-2**62-by-2", lambda: xp.empty((2 ** 62, 2), dtype=hd.float32), VE,
+     r"\bempty\b|Broadcast", TD("f32", 2 ** 62, 2), BYTES, LIMIT)
+case("sizes", "full-2**40-squared", lambda: xp.full((2 ** 40, 2 ** 40), 1.5), VE,
+     r"\bfull\b|Broadcast", TD("f64", 2 ** 40, 2 ** 40), BYTES, LIMIT)
+case("sizes", "eye-2**32", lambda: xp.eye(2 ** 32), VE,
+     r"\beye\b|Iota", r"4294967296, ?4294967296", BYTES, LIMIT)
+case("sizes", "broadcast_to-2**62-rows", lambda: xp.broadcast_to(F3, (2 ** 62, 3)), VE,
+     r"\bbroadcast_to\b|Broadcast", TD("f32", 2 ** 62, 3), BYTES, LIMIT)
+case("sizes", "broadcast_to-staged-2**31-by-2**31",
+     lambda: hd.compile(lambda v: xp.broadcast_to(v, _BIG))(FS), VE,
+     r"\bbroadcast_to\b|Broadcast", TD("f32", *_BIG), BYTES, LIMIT)
+case("sizes", "code_hlo-of-an-overflowing-shape",
+     lambda: hd.code_hlo(lambda: xp.zeros(2 ** 61, dtype=hd.float32)), VE,
+     r"\bzeros\b|Broadcast", TD("f32", 2 ** 61), BYTES, LIMIT)
+case("sizes", "Broadcast-2**31-by-2**31", lambda: ops.Broadcast(_BIG)(FS), VE,
+     w("Broadcast"), TD("f32", *_BIG), BYTES, LIMIT, op="Broadcast")
+case("sizes", "Iota-float64-2**61", lambda: ops.Iota(hd.float64, (2 ** 61,), 0)(), VE,
+     w("Iota"), TD("f64", 2 ** 61), BYTES, LIMIT, op="Iota")
+case("sizes", "Pad-high-2**62", lambda: ops.Pad(low=0, high=2 ** 62)(F3, FS), VE,
+     w("Pad"), r"4611686018427387907", BYTES, LIMIT, op="Pad")
+case("sizes", "ArrayType-complex128-2**59", lambda: hd.ArrayType(hd.complex128, (2 ** 59,)), VE,
+     r"ArrayType|shape", TD("c128", 2 ** 59), BYTES, LIMIT)
+
+# == dispatch: every public generic, called with arguments no method takes ============
+
+case("dispatch", "add-array-and-None", lambda: xp.add(F3, None), TE,
+     w("add"), T("f32", 3), r"NoneType", r"add\(x")
+case("dispatch", "add-array-and-string", lambda: xp.add(F3, "a"), TE,
+     w("add"), T("f32", 3), r"\bstr\b|'a'", r"add\(x")
+case("dispatch", "add-array-and-ragged-list", lambda: xp.add(F3, [[1, 2], [3]]), TE,
+     w("add"), T("f32", 3), r"\blist\b|\[\[1, 2\], \[3\]\]", r"add\(x")
+case("dispatch", "sum-of-None", lambda: xp.sum(None), TE,
+     w("sum"), r"NoneType|None", r"sum\(x")
+case("dispatch", "matmul-of-a-list", lambda: xp.matmul(F23, [[1], [2], [3]]), TE,
+     w("matmul"), T("f32", 2, 3), r"\blist\b", r"matmul\(\w")
+
+for _name, _generic in sorted(public_generics().items()):
+    _arities = [k for k in no_method_arities(_generic) if k]
+    if _arities:  # else it takes anything (*args) and checks its arguments itself
+        case("dispatch", f"{_name}-of-opaque-arguments",
+             lambda g=_generic, k=_arities[0]: g(*(Opaque(),) * k), TE,
+             w(_name), r"\bOpaque\b", rf"{re.escape(_name)}\(\w")
+del _name, _generic, _arities
 
 # == staleness: cached programs run only while nothing they read has changed =============
 # Eager control flow caches the program it stages (transforms/fingerprint.py); hd.compile

@@ -8,6 +8,7 @@ import pytest
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
+from hlodsl.dispatcher import methods as dispatch_methods
 from hlodsl.op import HloOp, frozen
 from hlodsl.errors import require
 
@@ -112,7 +113,7 @@ def test_public_generics_have_docstrings_and_no_ambiguous_methods():
     assert {"matmul", "broadcast", "mapreduce", "sum", "exp", "add"} <= set(generics)
     for name, fn in generics.items():
         assert inspect.getdoc(fn), f"{name} has no docstring"
-        methods = fn.methods
+        methods = dispatch_methods(fn)  # the last-resort NoMethodError one ranks below all
         for i, m1 in enumerate(methods):
             for m2 in methods[i + 1:]:
                 s1, s2 = m1.signature, m2.signature

@@ -581,6 +581,96 @@ def test_custom_call_bad_static_operands_fail_at_construction():
             ops.CustomCall(*args, **kwargs)
 
 
+# What a target writes: hlodsl.stdlib.lapack registers the result types of the LAPACK
+# kernels it calls, and every CustomCall of those targets is checked against them.
+
+_F32 = np.float32
+
+
+_HLO_TYPE = re.compile(r"\b([a-z]+\d+)\[([\d,]*)\]")
+
+
+def _hlo_types(text: str) -> list[ArrayType]:
+    """The array types written in HLO text, in order (``(f32[2,2], s32[])``)."""
+    names = {"f32": np.float32, "f64": np.float64, "c64": np.complex64,
+             "c128": np.complex128, "s32": np.int32}
+    return [ArrayType(names[t], tuple(int(d) for d in dims.split(",") if d))
+            for t, dims in _HLO_TYPE.findall(text)]
+
+
+@pytest.mark.parametrize("declared", [
+    "(f32[64,64], s32[])",  # the issue's repro: the kernel writes 2x2, the rest was garbage
+    "(f32[2,2], s32[3])",   # info: one per matrix
+    "(f32[4,2,2], s32[4])",  # a batch the operand does not have
+    "(f32[1,1], s32[])",    # smaller: the kernel would write past it
+])
+def test_custom_call_of_a_lapack_target_must_declare_what_the_kernel_writes(declared):
+    op = ops.CustomCall("lapack_spotrf_ffi", tuple(_hlo_types(declared)),
+                        {"uplo": np.uint8(ord("L"))})
+    x = hd.array(4 * np.eye(2, dtype=_F32))
+    _raises_eager_and_staged(lambda x: op(x)[0], (x,), "CustomCall(target='lapack_spotrf_ffi'",
+                             "(f32[2,2])", "lapack_spotrf_ffi writes (f32[2,2], s32[]) for these "
+                             f"operands, but out_type declares {declared}",
+                             "uninitialised memory")
+
+
+@pytest.mark.parametrize("target, out, args, attributes, message", [
+    ("lapack_dpotrf_ffi", "(f32[2,2], s32[])", [np.eye(2, dtype=_F32)], {"uplo": "L"},
+     "a must be float64 (the target's element type), got f32[2,2]"),
+    ("lapack_spotrf_ffi", "(f32[2,3], s32[])", [np.ones((2, 3), _F32)], {"uplo": "L"},
+     "a must be square (..., n, n), got f32[2,3]"),
+    ("lapack_spotrf_ffi", "(f32[2,2], s32[])", [np.eye(2, dtype=_F32)], {},
+     "needs the attribute uplo, one of L, U"),
+    ("lapack_spotrf_ffi", "(f32[2,2], s32[])", [np.eye(2, dtype=_F32)], {"uplo": "X"},
+     "needs the attribute uplo, one of L, U as np.uint8(ord(c)), got 88"),
+    ("lapack_sgetrf_ffi", "(f32[3], s32[1], s32[])", [np.ones(3, _F32)], {},
+     "a must be a stack of matrices with rank >= 2, got f32[3]"),
+    ("lapack_strsm_ffi", "f32[2,5]", [np.eye(3, dtype=_F32), np.ones((2, 5), _F32)],
+     {"side": "L", "uplo": "L", "trans_x": "N", "diag": "N"},
+     "a (f32[3,3]) must be 2 x 2 to solve a x = b for b (f32[2,5])"),
+    ("lapack_sorgqr_ffi", "f32[2,3]", [np.ones((2, 3), _F32), np.ones(2, _F32)], {},
+     "a (f32[2,3]) and tau (f32[2]) must be (..., M, N) and (..., K) with M >= N >= K"),
+    ("lapack_sgeqrf_ffi", "(f32[2,2], f32[2])", [np.ones((2, 2), _F32), np.ones((2, 2), _F32)],
+     {}, "takes 1 operand(s) (a), got 2"),
+])
+def test_custom_call_of_a_lapack_target_refuses_operands_the_kernel_cannot_take(
+        target, out, args, attributes, message):
+    out = _hlo_types(out)
+    op = ops.CustomCall(target, out if len(out) > 1 else out[0],
+                        {k: np.uint8(ord(v)) for k, v in attributes.items()})
+    arrays = [hd.array(a) for a in args]
+    _raises_eager_and_staged(lambda *xs: op(*xs), arrays, f"CustomCall(target='{target}'",
+                             f"{target}: {message}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("name, f, shape", [
+    ("cholesky", jnp.linalg.cholesky, (2, 3, 3)),
+    ("lu", lax.linalg.lu, (4, 3)),
+    ("qr", jnp.linalg.qr, (2, 5, 3)),
+    ("eigh", jnp.linalg.eigh, (4, 4)),
+    ("svd full", jnp.linalg.svd, (3, 5)),
+    ("svd reduced", lambda a: jnp.linalg.svd(a, full_matrices=False), (2, 5, 3)),
+    ("triangular solve", lambda a: lax.linalg.triangular_solve(a, a[..., :2, :], left_side=False),
+     (3, 3)),
+])
+def test_lapack_target_results_are_what_jax_declares(name, f, shape, dtype):
+    # jax's own calls of the same kernels (its CPU lowering) are the oracle: every
+    # custom call of a lapack_ target it emits passes our check as jax declares it.
+    text = jax.jit(f).lower(np.ones(shape, dtype)).as_text(dialect="hlo")
+    calls = [ln for ln in text.splitlines() if 'custom_call_target="lapack_' in ln]
+    assert calls, text
+    for line in calls:
+        target = re.search(r'custom_call_target="(\w+)"', line).group(1)
+        results = _hlo_types(line.split(" custom-call(")[0].split(" = ", 1)[1])
+        operands = _hlo_types(re.search(r"operand_layout_constraints=\{(.*?\})\}",
+                                        line).group(1))
+        config = re.search(r"backend_config=(\{.*?\})", line)
+        op = ops.CustomCall(target, results if len(results) > 1 else results[0],
+                            config.group(1) if config else "")
+        assert op.result_type(*operands) == op.out_type, line
+
+
 def test_custom_call_operand_layout_shape_errors():
     op = ops.CustomCall("t", ArrayType(np.float32, ()), operand_layouts=[(1, 0)])
     x, v = hd.array(np.ones((3, 3), np.float32)), hd.array(np.ones(3, np.float32))

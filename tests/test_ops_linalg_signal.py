@@ -86,7 +86,7 @@ def convolutions(draw):
     spatial, kernel = draw(ints(1, 5)), draw(ints(1, 3))
     strides, lhs_dil, rhs_dil = draw(ints(1, 3)), draw(ints(1, 2)), draw(ints(1, 2))
     padding = tuple(zip(draw(ints(-1, 2)), draw(ints(-1, 2))))
-    # lax rejects a padded size below 0 (XLA gives an empty result: tested below).
+    # A padded size below 0 is a ShapeError, as in lax (tested below).
     padding = tuple((lo, max(hi, -lo - (s - 1) * d - 1))
                     for (lo, hi), s, d in zip(padding, spatial, lhs_dil))
     lhs_spec, rhs_spec, out_spec = (draw(st.permutations(range(n + 2)).map(tuple))
@@ -103,9 +103,9 @@ def convolutions(draw):
 
 
 def _lax_conv(op, x, w):
+    ls, rs, os, strides, pads, ldil, rdil = op._resolved(np.ndim(x))  # the defaults filled in
     return lax.conv_general_dilated(
-        x, w, op.window_strides, op.padding, op.lhs_dilation, op.rhs_dilation,
-        lax.ConvDimensionNumbers(op.lhs_spec, op.rhs_spec, op.out_spec),
+        x, w, strides, pads, ldil, rdil, lax.ConvDimensionNumbers(ls, rs, os),
         op.feature_group_count, op.batch_group_count,
         preferred_element_type=op.preferred_element_type and op.preferred_element_type.np_dtype)
 
@@ -152,11 +152,39 @@ def test_convolution_labels_defaults_and_text():
         (1,), ((0, 0),), (1,), (1,), (0, 1, 2), (0, 1, 2), (0, 1, 2)), x, w), np.float64)
 
 
-def test_convolution_cropping_past_the_input_gives_an_empty_result():
-    op = Convolution(padding=((-2, -1),), window_strides=(2,))
-    x, w = np.ones((2, 3, 2), np.float32), np.ones((4, 3, 1), np.float32)
+@pytest.mark.parametrize("op, lhs_shape", [
+    (Convolution(padding=((-2, -1),), window_strides=(2,)), (2, 3, 2)),
+    (Convolution(padding=((-5, -5), (-5, -5))), (1, 3, 8, 8)),
+    # Base dilation first, then the crop: 3 elements dilate to 5, cropped by 6.
+    (Convolution(padding=((-3, -3),), lhs_dilation=(2,)), (2, 3, 3)),
+    (Convolution(padding=((0, 0), (-1, 0))), (2, 3, 4, 0)),  # nothing to crop
+])
+def test_convolution_padding_that_crops_past_the_input_is_a_shape_error(op, lhs_shape):
+    # The padded input would have a negative size: lax refuses it too (XLA's own
+    # shape inference returns an empty result, StableHLO's asserts against it).
+    x = np.ones(lhs_shape, np.float32)
+    w = np.ones((4, 3) + (1,) * (len(lhs_shape) - 2), np.float32)
+    with pytest.raises(ValueError, match="Negative padding"):
+        _lax_conv(op, x, w)
+    _shape_error(op, x, w, match=r"crops spatial dimension \d \(lhs dimension \d\), of size "
+                                 r"\d+.* to a negative size -\d+")
+
+
+@pytest.mark.parametrize("op, lhs_shape, rhs_shape", [
+    (Convolution(), (1, 1, 8, 8), (2, 1, 9, 9)),                  # the kernel is larger
+    (Convolution(padding=((-4, -4), (0, 0))), (1, 1, 8, 8), (2, 1, 3, 3)),  # cropped to 0
+    (Convolution(padding=((-2, -1),), window_strides=(2,)), (2, 3, 3), (4, 3, 1)),
+    (Convolution(rhs_dilation=(4,)), (2, 3, 4), (4, 3, 2)),        # dilated kernel is 5
+    (Convolution(), (2, 3, 0), (4, 3, 2)),                         # an empty input
+])
+def test_convolution_with_no_window_that_fits_gives_an_empty_result(op, lhs_shape, rhs_shape):
+    # StableHLO defines these (convolution C25: is_empty_window gives 0 windows);
+    # lax and XLA agree. Only a negative padded size is refused (above).
+    x, w = np.ones(lhs_shape, np.float32), np.ones(rhs_shape, np.float32)
+    expected = np.asarray(_lax_conv(op, x, w))
+    assert expected.size == 0
     for got in _both(op, x, w) + (op.reference(x, w),):
-        assert got.shape == (2, 4, 0)
+        assert got.shape == expected.shape and got.dtype == expected.dtype
 
 
 @pytest.mark.parametrize("kwargs", [

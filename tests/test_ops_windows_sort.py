@@ -226,6 +226,40 @@ def multiply(a, b):
     return Multiply()(a, b)
 
 
+@pytest.mark.parametrize("shape, window, kwargs", [
+    ((3, 3), (5, 5), {}),                                    # the window is larger
+    ((3,), (2,), dict(window_dilations=(3,))),               # its dilated span (4) is
+    ((3, 3), (1, 1), dict(padding=((-3, 0), (0, 0)))),       # cropped to exactly 0
+    ((4,), (2,), dict(padding=((-1, -2),), window_strides=(2,))),
+    ((0, 3), (2, 2), {}),                                    # an empty operand
+])
+def test_reduce_window_with_no_window_that_fits_gives_an_empty_result(shape, window, kwargs):
+    # StableHLO defines this (reduce_window C15: is_empty_window gives 0 windows),
+    # and lax and XLA agree; only padding that crops past the input is refused.
+    x, init = np.ones(shape, np.float32), np.float32(0)
+    op = ReduceWindow(add, window, **kwargs)
+    eager, staged, result, types = both(lambda a, i: op(a, i), x, init)
+    want = np.asarray(oracles.reduce_window(
+        jnp.asarray(x), jnp.asarray(init), lax.add, window, op.window_strides, op.padding,
+        op.base_dilations, op.window_dilations))
+    assert want.size == 0 and eager.shape == staged.shape == want.shape
+    assert_types(op, types, result)
+
+
+def test_select_and_scatter_with_no_window_that_fits_takes_an_empty_source():
+    # No window fits (select_and_scatter C2: shape(source) = num_windows = 0), so
+    # nothing is scattered: every element keeps init.
+    op = SelectAndScatter(ge, add, (5,))
+    got = both(lambda a, b, c: op(a, b, c), np.ones(3, np.float32), np.ones(0, np.float32),
+               np.float32(7))
+    for result in got[:2]:
+        np.testing.assert_array_equal(result, np.full(3, 7, np.float32))
+    with pytest.raises(hd.ShapeError, match=r"source must have the windowed operand's shape "
+                                            r"\(0,\)"):
+        op(hd.array(np.ones(3, np.float32)), hd.array(np.ones(1, np.float32)),
+           hd.array(np.float32(7)))
+
+
 @pytest.mark.parametrize("comp, init, dtype, identity", [
     (add, 1.0, np.float32, 0.0), (add, 0.5, np.float64, 0.0), (maximum, 0.0, np.float32, -np.inf),
     (maximum, 0, np.int32, np.iinfo(np.int32).min), (multiply, 2, np.int64, 1),

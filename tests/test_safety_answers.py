@@ -10,6 +10,8 @@ jax.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -209,7 +211,50 @@ def test_expand_dims_out_of_range_matches_numpy():
 def test_shapes_beyond_int64_are_refused_at_the_type(shape):
     with pytest.raises(ValueError, match=r"shape \(.*2\*\*63 - 1"):
         ArrayType(hd.float32, shape)
-    assert ArrayType(hd.float32, (2 ** 31, 2 ** 31)).size == 2 ** 62  # within int64
+    assert ArrayType(hd.int8, (2 ** 31, 2 ** 31)).size == 2 ** 62  # within int64
+
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+@pytest.mark.parametrize("dtype", [hd.bool_, hd.int8, hd.bfloat16, hd.float32, hd.float64,
+                                   hd.complex128, hd.int4, hd.float4_e2m1fn])
+def test_shapes_whose_bytes_overflow_int64_are_refused_with_the_byte_count(dtype):
+    itemsize = dtype.np_dtype.itemsize
+    largest = _INT64_MAX // itemsize
+    assert ArrayType(dtype, (largest,)).size == largest
+    # One element more (two rows where 2**63 elements would be a dimension beyond int64).
+    over = (largest + 1,) if itemsize > 1 else (2, 2 ** 62)
+    with pytest.raises(hd.ArraySizeError) as info:
+        ArrayType(dtype, over)
+    assert isinstance(info.value, ValueError)  # numpy's "array is too big" is one
+    message = str(info.value)
+    assert f"shape {over} of {dtype.__name__}" in message
+    assert f"is {math.prod(over) * itemsize} bytes" in message and "2**63 - 1" in message
+
+
+@pytest.mark.parametrize("dtype", [hd.float32, hd.complex128])
+def test_the_largest_accepted_shape_is_one_xla_compiles(dtype):
+    # The limit is XLA's own ("size may overflow int64_t" one element further): compiling
+    # (not running) the largest array allowed must pass XLA's shape check.
+    n = _INT64_MAX // dtype.np_dtype.itemsize
+    text = hd.code_hlo(lambda: xp.zeros((n,), dtype=dtype), optimize=True)
+    assert f"{dtype.hlo}[{n}]" in text
+
+
+def test_ones_of_a_shape_whose_bytes_overflow_is_refused_at_the_call():
+    # 2**62 elements fit in int64; their 2**65 bytes do not, which XLA refused as a bug of ours.
+    with pytest.raises(hd.ArraySizeError) as info:
+        xp.ones((2 ** 31, 2 ** 31))
+    message = str(info.value)
+    assert message.startswith("Broadcast(shape=(2147483648, 2147483648))")
+    assert "float64" in message and f"is {2 ** 65} bytes" in message
+    assert __file__ in message and "bug in hlodsl" not in message
+
+
+def test_large_shapes_within_int64_bytes_are_staged_without_complaint():
+    text = hd.code_hlo(lambda: xp.zeros((2 ** 60,), dtype=hd.float32))  # 4 EiB: never run
+    assert "f32[1152921504606846976]" in text
 
 
 def test_ops_and_creation_functions_refuse_overflowing_shapes_before_xla():
