@@ -188,12 +188,9 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
         hlodsl.Array[float64, (2,)]([2., 4.])
         """
         if self._buf is not None:
-            from .runtime import check_process
+            from .runtime import wait
 
-            check_process()  # a forked child cannot wait on its parent's XLA
-            # NOTE: the public method of jax's Array (the PJRT buffer), stable across
-            # the jax versions the runtime supports; runtime.py has no wrapper for it.
-            self._buf.block_until_ready()
+            wait(self._buf)
         return self
 
     # -- conversion to host --------------------------------------------------

@@ -41,7 +41,7 @@ _x64 = jax.enable_x64
 
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
-           "is_buffer", "adopt", "copy_buffer", "check_process",
+           "is_buffer", "adopt", "copy_buffer", "check_process", "wait",
            "COMPILER_OPTIONS", "compiler_options"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
@@ -183,6 +183,12 @@ def copy_buffer(buf):
     # its owner changes as soon as this returns (an imported numpy or torch array).
     with _x64(True):
         return jax.device_put(buf, device, may_alias=False).block_until_ready()
+
+
+def wait(buf) -> None:
+    """Return once the computation writing ``buf`` has finished."""
+    check_process()  # a forked child cannot wait on its parent's XLA
+    buf.block_until_ready()
 
 
 def to_host(buf) -> np.ndarray:
