@@ -29,3 +29,33 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("deterministic", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile("deterministic")
+
+
+# -- the platform the suite runs on (HLODSL_PLATFORM=gpu pytest: the suite on a GPU) -----
+# Tests written against XLA:CPU's behaviour are marked `cpu_only` and skipped elsewhere,
+# with the reason the mark gives. Elsewhere, float32 dots and convolutions run at full
+# precision (TF32 is a GPU's default), so the oracle comparisons keep their float32
+# tolerances; tests/test_precision.py checks the setting itself.
+import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "cpu_only(reason): tests of XLA:CPU's own behaviour (its LAPACK kernels, "
+                   "its options, its numerics); skipped on other platforms with the reason")
+
+
+def pytest_collection_modifyitems(config, items):
+    from hlodsl import runtime
+
+    platform = runtime.platform()
+    if platform == "cpu":
+        return
+    import hlodsl as hd
+
+    hd.config.default_matmul_precision = "highest"
+    for item in items:
+        mark = item.get_closest_marker("cpu_only")
+        if mark is not None:
+            why = mark.kwargs.get("reason") or (mark.args[0] if mark.args else "XLA:CPU only")
+            item.add_marker(pytest.mark.skip(reason=f"on {platform}: {why}"))

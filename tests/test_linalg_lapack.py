@@ -29,6 +29,9 @@ import hlodsl as hd
 from ad_harness import random_array as _random
 from hlodsl.errors import ShapeError
 
+pytestmark = pytest.mark.cpu_only(reason="jaxlib's LAPACK kernels are the CPU backend's; "
+                                         "tests/test_linalg_fallback.py covers the HLO kernels")
+
 jax.config.update("jax_enable_x64", True)
 
 SETTINGS = settings(max_examples=6, deadline=None)
