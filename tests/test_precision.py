@@ -92,6 +92,7 @@ def test_every_precision_compiles_and_computes_the_same_on_cpu(p):
 
 
 def test_changing_the_default_recompiles_what_was_compiled_before(default_precision):
+    default_precision("default")
     f = hd.compile(lambda a, b: a @ b)
     f(A, B)
     before = runtime.stats["compiles"]
