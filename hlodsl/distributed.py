@@ -78,9 +78,8 @@ def launcher() -> str | None:
     ``"open-mpi"``), or None: whether ``initialize()`` without arguments has a group
     to join.
 
-    >>> import os
-    >>> launcher() if not any(k.startswith(("HLODSL_C", "SLURM_", "OMPI_")) for k in os.environ) \
-    ...     else None
+    >>> launcher() in (None, "hlodsl", "slurm", "open-mpi")
+    True
     """
     found = clusters.detect(os.environ)
     return found[0] if found else None

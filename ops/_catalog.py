@@ -60,6 +60,11 @@ UNCOVERED = {
     "scan": "new in XLA, not yet in the StableHLO path used here; While expresses loops",
     "stochastic-convert": "XLA:CPU rejects it ('Unsupported stochastic convert: from F32 "
                           "to BF16'); not offered",
+    # New in the XLA of jaxlib 0.12 (absent from 0.10.2 and 0.11.2, which hlodsl also runs on):
+    "collective-reduce": "new in jaxlib 0.12's XLA only; all-reduce and reduce-scatter cover it",
+    "exp2": "new in jaxlib 0.12's XLA only; a composite of exponential and multiply elsewhere",
+    "log2": "new in jaxlib 0.12's XLA only; xp.log2 is a composite of log and divide",
+    "shuffle": "new in jaxlib 0.12's XLA only; not offered until every supported jaxlib has it",
 }
 
 
@@ -109,7 +114,9 @@ def render() -> str:
         form = "composite" if issubclass(cls, Composite) else "instruction"
         rows.append(f"| `{opcode}` | `{cls.__module__}.{cls.__name__}` | {_fields(cls)} | "
                     f"{_kinds(cls)} | {form} | {_summary(cls)} |")
-    missing = [op for op in xla_opcodes() if op not in ops]
+    # Every explained opcode, whether or not the installed XLA has it: the page is the
+    # same whichever supported jaxlib renders it.
+    missing = [op for op in sorted(set(xla_opcodes()) | set(UNCOVERED)) if op not in ops]
     uncovered = [f"| `{op}` | {UNCOVERED.get(op, '**not yet covered**')} |" for op in missing]
     return "\n".join([
         "# Ops",

@@ -103,8 +103,8 @@ class Elementwise:
     oracle: Callable
     dtypes: tuple
     domains: tuple | Callable
-    exact: bool = True
-    bitwise: bool = False
+    exact: bool | Callable = True  # or a function of the element type
+    bitwise: bool | Callable = False
 
     def operand_domains(self, dtype) -> tuple:
         return self.domains(dtype) if callable(self.domains) else self.domains
@@ -119,7 +119,8 @@ class Elementwise:
             dtype = draw(st.sampled_from(self.dtypes))
             shape = draw(shapes())
             args = tuple(draw(arrays(dtype, shape, d)) for d in self.operand_domains(dtype))
-            return Example({}, args, self.oracle, self.exact, self.bitwise)
+            exact, bitwise = (f(dtype) if callable(f) else f for f in (self.exact, self.bitwise))
+            return Example({}, args, self.oracle, exact, bitwise)
 
         return draw()
 
@@ -518,10 +519,18 @@ def _round_even(x):
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+def _not_complex(dtype) -> bool:
+    return not issubclass(dtype, hd.ComplexFloating)
+
+
 CASES = {
     # unary
     # Complex abs is the modulus, of the real component type; complex sign x / |x|.
-    "abs": unary(lax.abs, SIGNED + FLOATS + COMPLEX, SPECIAL, bitwise=True),
+    # NOTE: jax >= 0.12 lowers a complex lax.abs as a scaled sqrt(re^2 + im^2) of its own
+    # instead of HLO's abs instruction (which ops.Abs is, XLA:CPU's hypot); the two differ
+    # by up to an ulp (|4.5+0.73828125j| in c64), so complex abs compares within tolerance.
+    "abs": unary(lax.abs, SIGNED + FLOATS + COMPLEX, SPECIAL, exact=_not_complex,
+                 bitwise=_not_complex),
     "negate": unary(lax.neg, NUMBERS, SPECIAL, bitwise=True),
     "sign": unary(lax.sign, SIGNED + FLOATS + COMPLEX, SPECIAL),
     "floor": unary(lax.floor, FLOATS, GRID),
@@ -751,7 +760,8 @@ SPEC_TYPES = [
 @pytest.mark.parametrize("opcode, args, oracle", SPEC_TYPES,
                          ids=[f"{o}-{a[0].dtype}" for o, a, _ in SPEC_TYPES])
 def test_element_types_the_spec_allows_match_lax(opcode, args, oracle):
-    check_op(registry()[opcode](), Example({}, args, oracle))
+    exact = opcode != "abs"  # complex abs: within an ulp of jax >= 0.12's (see CASES)
+    check_op(registry()[opcode](), Example({}, args, oracle, exact=exact))
 
 
 CONVERT_PAIRS = ([(src, dst) for src in (hd.pred, hd.int8, hd.uint32, hd.bfloat16, hd.float64)
