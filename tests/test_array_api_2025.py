@@ -222,6 +222,10 @@ def test_eig_of_special_matrices():
     bad = np.float64([[[np.nan, 0], [0, 1]], [[2, 0], [0, 3]]])
     w = np.asarray(xp.linalg.eigvals(hd.array(bad)))
     assert np.isnan(w[0]).all() and np.allclose(_sorted(w[1]), [2, 3])
+    # vmap batches the LAPACK call natively: the same values as the batched call.
+    a = np.random.default_rng(0).standard_normal((3, 4, 4))
+    for got, want in zip(hd.vmap(xp.linalg.eig)(hd.array(a)), np.linalg.eig(a)):
+        np.testing.assert_allclose(np.asarray(got), want, atol=1e-12)
 
 
 def test_eig_errors():
