@@ -49,8 +49,8 @@ EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
 def _geev(a: Array, vectors: bool):
     if not lapack.available():
-        raise fail(NotImplementedError, f"linalg.{'eig' if vectors else 'eigvals'}: a "
-                                        "non-symmetric eigenproblem needs jaxlib's LAPACK "
+        raise fail(NotImplementedError, f"linalg.{'eig' if vectors else 'eigvals'} of {a.type}: "
+                                        "a non-symmetric eigenproblem needs jaxlib's LAPACK "
                                         "kernels (CPU backend, hlodsl.config.linalg_kernels "
                                         "'auto' or 'lapack'); there is no HLO fallback yet")
     if a.size == 0:  # LAPACK rejects a 0 x 0 matrix (its leading dimension must be >= 1)
