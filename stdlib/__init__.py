@@ -7,12 +7,12 @@
 hlodsl.Array[float32, (2,)]([2., 3.])
 """
 
-__array_api_version__ = "2023.12"
+__array_api_version__ = "2025.12"
 
 from . import operators  # noqa: F401  (installs Array's operators and methods)
 from .constants import *  # noqa: F401,F403  (dtypes under the standard's names, e, pi, ...)
 from .info import __array_namespace_info__  # noqa: F401
-from .broadcasting import broadcast, broadcast_arrays, broadcast_shapes, broadcast_to  # noqa: F401
+from .broadcasting import broadcast, broadcast_to  # noqa: F401  (broadcast_arrays/_shapes: manipulation)
 from .creation import *  # noqa: F401,F403
 from .data_types import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403

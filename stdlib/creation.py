@@ -488,7 +488,7 @@ def triu(x: ArrayLike, k=0):
 
 @dispatch
 def meshgrid(*arrays, indexing="xy"):
-    """Coordinate arrays from 1-D coordinate vectors, as a list.
+    """Coordinate arrays from 1-D coordinate vectors, as a tuple (the 2025.12 standard's).
 
     With ``indexing="ij"`` each result has shape ``(N1, N2, ...)``; with
     ``"xy"`` (Cartesian, the default) the first two dimensions are swapped.
@@ -513,5 +513,5 @@ def meshgrid(*arrays, indexing="xy"):
     shape = [0] * len(xs)
     for x, d in zip(xs, dims):
         shape[d] = x.shape[0]
-    return [ops.Broadcast(tuple(shape), (d,))(x) for x, d in zip(xs, dims)]
+    return tuple(ops.Broadcast(tuple(shape), (d,))(x) for x, d in zip(xs, dims))
 

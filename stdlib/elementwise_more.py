@@ -177,7 +177,12 @@ def _floor_divide_float(a, b):
     floordiv = ops.Floor()(div)
     floordiv = _select(_GT(_sub(div, floordiv), _full(0.5, a)), _add(floordiv, one), floordiv)
     floordiv = _select(_EQ(div, zero), _copysign(zero, _div(a, b)), floordiv)
-    return _select(_EQ(b, zero), _div(a, b), floordiv)
+    # NOTE: the array API (2024.12 on) asks floor(a / b) where exactly one operand
+    # is infinite: inf // 1 is +inf and 1 // -inf is -0.0, where numpy and
+    # Python pair // with % (nan and -1.0). a / b is that value: floor keeps
+    # infinities and the signed zeros of finite / inf.
+    one_inf = _NE(_isinf(a), _isinf(b))
+    return _select(_or(_EQ(b, zero), one_inf), _div(a, b), floordiv)
 
 
 def _floor_divide(x1, x2):

@@ -9,7 +9,7 @@ it offers, by kind.
 >>> info = xp.__array_namespace_info__()
 >>> info.default_dtypes()["real floating"], sorted(info.dtypes(kind="signed integer"))
 (float64, ['int16', 'int32', 'int64', 'int8'])
->>> info.devices() == [info.default_device()]
+>>> info.devices() == (info.default_device(),)
 True
 """
 
@@ -54,9 +54,12 @@ class Info:
         """The device arrays are created on and programs run on."""
         return default_device()
 
-    def devices(self) -> list[Device]:
-        """The devices this namespace can place arrays on: the default device only."""
-        return [default_device()]
+    def devices(self) -> tuple[Device, ...]:
+        """The devices this namespace can place arrays on: the default device only.
+
+        A tuple, as the standard asks since 2025.12 (a list before).
+        """
+        return (default_device(),)
 
     def default_dtypes(self, *, device: Device | None = None) -> dict:
         """The data types creation functions use when given none.

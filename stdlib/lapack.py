@@ -60,10 +60,16 @@ from .manipulation import fail
 from .promotion import lift
 
 __all__ = ["available", "LapackCall", "to_kernel", "from_kernel", "transposed_view",
-           "nan_where_failed", "getrf", "trsm", "geqrf", "orgqr", "syevd", "gesdd"]
+           "nan_where_failed", "getrf", "trsm", "geqrf", "orgqr", "syevd", "gesdd", "geev"]
 
 _PREFIX = {float32: "s", float64: "d", complex64: "c", complex128: "z"}
 _REAL = {complex64: float32, complex128: float64}
+_COMPLEX = {float32: complex64, float64: complex128}
+
+
+def complex_dtype(dtype):
+    """The complex type of ``dtype``'s precision (``dtype`` itself if complex)."""
+    return _COMPLEX.get(dtype, dtype)
 
 
 def available() -> bool:
@@ -337,3 +343,24 @@ def gesdd(a: Array, mode: str):
     """
     _, s, u, vt, info = _call("gesdd", a, mode=mode)
     return s, u, vt, info
+
+
+def geev(a: Array, vectors: bool = True):
+    """Eigenvalues and right eigenvectors of a general (non-symmetric) ``(..., M, M)``.
+
+    Returns ``(w, vr, info)``: ``w`` complex ``(..., M)``, ``vr`` the kernel
+    view of the complex eigenvectors (columns of unit 2-norm whose
+    largest-magnitude entry is real), ``info > 0`` where the QR iteration did
+    not converge. For real input the kernel gives the real and imaginary parts
+    of ``w`` and unpacks the eigenvectors of conjugate pairs itself. Left
+    eigenvectors are not computed; with ``vectors=False`` neither are the right.
+    """
+    batch, n = a.shape[:-2], a.shape[-1]
+    cdtype = complex_dtype(a.dtype)
+    vec = ArrayType(cdtype, a.shape)
+    parts = (ArrayType(a.dtype, batch + (n,)),) * 2 if a.dtype in _COMPLEX else (
+        ArrayType(cdtype, batch + (n,)),)
+    *w, _, vr, info = _call("geev", a, (*parts, vec, vec, ArrayType(int32, batch)),
+                            compute_left="N", compute_right="V" if vectors else "N")
+    return (ops.Complex()(*w) if len(w) == 2 else w[0]), vr, info
+

@@ -6,7 +6,8 @@ standard says ``(..., M, M)``. XLA has no LU, eigen-, SVD or QR instruction:
 on CPU ``solve``, ``inv``, ``det``, ``slogdet`` and ``lu_factor`` call LAPACK's
 ``getrf`` (elsewhere an HLO ``while`` loop: factorizations.py), and ``eigh``,
 ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv`` and ``matrix_rank`` call
-LAPACK (CPU only: decompositions.py); see docs/linalg.md.
+LAPACK (elsewhere HLO loops: decompositions.py), ``eig`` and ``eigvals``
+LAPACK's ``geev`` (CPU only: eig.py); see docs/linalg.md.
 
 >>> import numpy as np, hlodsl as hd
 >>> import hlodsl.stdlib as xp
@@ -35,6 +36,7 @@ from .decompositions import (
     EighResult, QRResult, SVDResult, eigh, eigvalsh, matrix_rank, pinv, qr, singular_value_norm,
     svd, svdvals,
 )
+from .eig import EigResult, eig, eigvals
 from .elementwise import add, maximum, minimum, multiply, sqrt
 from .elementwise_more import conj
 from .factorizations import (
@@ -48,8 +50,9 @@ from .reductions import mapreduce, sum
 __all__ = [
     "matmul", "matrix_transpose", "tensordot", "vecdot", "outer", "cross", "diagonal", "trace",
     "vector_norm", "matrix_norm", "matrix_power", "cholesky", "solve", "inv", "det", "slogdet",
-    "solve_triangular", "lu_factor", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv",
-    "matrix_rank", "SlogdetResult", "LUFactor", "EighResult", "SVDResult", "QRResult",
+    "solve_triangular", "lu_factor", "eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals", "qr",
+    "pinv", "matrix_rank", "SlogdetResult", "LUFactor", "EigResult", "EighResult", "SVDResult",
+    "QRResult",
 ]
 
 _MATVEC = ops.Dot(lhs_contracting=(1,), rhs_contracting=(0,))

@@ -36,12 +36,13 @@ from hlodsl.dispatcher import dispatch
 from hlodsl.dtypes import all_element_types, element_type
 from hlodsl.errors import ShapeError, user_location
 
-from .broadcasting import broadcast_shapes, broadcast_to
+from .broadcasting import broadcast_shapes as _shapes_broadcast
+from .broadcasting import broadcast_to
 from .promotion import ArrayLike, lift, promote, truth
 
 __all__ = [
     "concat", "stack", "reshape", "permute_dims", "expand_dims", "squeeze", "flip", "roll",
-    "moveaxis", "tile", "repeat", "unstack", "where", "broadcast_arrays",
+    "moveaxis", "tile", "repeat", "unstack", "where", "broadcast_arrays", "broadcast_shapes",
 ]
 
 
@@ -124,11 +125,11 @@ def _flat(x: Array) -> Array:
 # -- joining and splitting -------------------------------------------------------
 
 def broadcast_arrays(*arrays):
-    """The arrays broadcast to their common shape, each keeping its element type.
+    """The arrays broadcast to their common shape (a tuple), each keeping its element type.
 
     This is the array API's ``broadcast_arrays``: unlike the elementwise
     functions, it does not promote (``stdlib.broadcasting.broadcast_arrays``
-    does both, for them).
+    does both, for them). A tuple, as the standard asks since 2025.12.
 
     >>> import numpy as np, hlodsl as hd
     >>> a, b = broadcast_arrays(hd.array(np.int8([[1], [2]])), hd.array([True, False]))
@@ -136,8 +137,30 @@ def broadcast_arrays(*arrays):
     ((2, 2), int8, (2, 2), pred)
     """
     xs = [x if isinstance(x, Array) else array(np.asarray(x)) for x in arrays]
-    shape = broadcast_shapes(*(x.shape for x in xs), what="broadcast_arrays")
-    return [broadcast_to(x, shape) for x in xs]
+    shape = _shapes_broadcast(*(x.shape for x in xs), what="broadcast_arrays")
+    return tuple(broadcast_to(x, shape) for x in xs)
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """The shape that ``shapes`` broadcast to (the array API's, 2025.12); ``()`` for none.
+
+    Incompatible shapes raise a ``ValueError`` naming them all, as the
+    standard asks (the stdlib's own shape checks raise ``ShapeError``, a
+    ``TypeError``, for mismatched operands).
+
+    >>> broadcast_shapes((2, 1), (3,)), broadcast_shapes()
+    ((2, 3), ())
+    >>> try:
+    ...     broadcast_shapes((2,), (3,))
+    ... except ValueError as e:
+    ...     print(str(e).splitlines()[0])
+    broadcast_shapes: operands (2,), (3,) cannot be broadcast together (dimension -1 differs)
+    """
+    dims = [as_ints(s, "broadcast_shapes", "each shape") for s in shapes]
+    try:
+        return _shapes_broadcast(*dims, what="broadcast_shapes")
+    except ShapeError as e:
+        raise ValueError(str(e)) from None
 
 
 @dispatch
@@ -475,7 +498,7 @@ def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike):
     condition = condition if isinstance(condition, Array) else lift(
         condition, element_type(np.asarray(condition).dtype))
     x1, x2 = promote(x1, x2)
-    shape = broadcast_shapes(condition.shape, x1.shape, x2.shape, what="where")
+    shape = _shapes_broadcast(condition.shape, x1.shape, x2.shape, what="where")
     condition = truth(condition)
     return ops.Select()(broadcast_to(condition, shape), broadcast_to(x1, shape),
                         broadcast_to(x2, shape))

@@ -105,7 +105,7 @@ def _array_namespace(self, /, *, api_version: str | None = None):
     return hlodsl.stdlib
 
 
-_API_VERSIONS = ("2021.12", "2022.12", "2023.12")
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 _array_namespace.__doc__ = """The array API namespace of this array: ``hlodsl.stdlib``.
 
 >>> import hlodsl as hd

@@ -36,12 +36,13 @@ from hlodsl.dtypes import ComplexFloating, Floating, int8, int64, pred
 from hlodsl.errors import staging_error
 
 from .manipulation import as_int, fail
-from .promotion import lift
+from .promotion import ArrayLike, lift, promote
 from .reductions import sum
+from .statistics import any as any_
 from .searching import _by_key_less_exact, _by_key_less_float, _less_float
 from .statistics import cumulative_sum
 
-__all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values",
+__all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values",
            "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]
 
 
@@ -216,3 +217,40 @@ def unique_values(x: Array, size=None):
     hlodsl.Array[float64, (3,)]([ 0., nan, nan])
     """
     return _unique(x, size, "unique_values").values
+
+
+# -- isin ---------------------------------------------------------------------------------
+
+@dispatch
+def isin(x1: ArrayLike, x2: ArrayLike, *, invert: bool = False):
+    """Whether each element of ``x1`` equals some element of ``x2`` (array API 2025.12).
+
+    ``x1`` and ``x2`` are arrays of any shapes or Python scalars (at least one
+    an array); they are compared by value after promotion to their common
+    type, as ``equal`` compares, so NaN is in nothing and ``-0.0`` is in
+    ``[0.0]``. The result is bool with ``x1``'s shape (``()`` for a scalar
+    ``x1``); ``invert=True`` gives its negation. Every pair is compared: XLA
+    fuses the comparison into the reduction, so the cost is
+    ``x1.size * x2.size`` work and no memory beyond the result.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> isin(hd.array(np.int32([[1, 2], [3, 4]])), hd.array(np.int64([4, 1, 9])))
+    hlodsl.Array[pred, (2, 2)](
+      [[ True, False],
+       [False,  True]])
+    >>> isin(3, hd.array(np.int8([1, 2])), invert=True)
+    hlodsl.Array[pred, ()](True)
+    """
+    if not (isinstance(x1, Array) or isinstance(x2, Array)):
+        raise fail(TypeError, f"isin: x1 or x2 must be an array, got "
+                              f"{type(x1).__name__} and {type(x2).__name__}")
+    if not isinstance(invert, bool):
+        raise fail(TypeError, f"isin: invert must be a bool, got {invert!r}")
+    a, b = promote(x1, x2)
+    b = b if b.ndim == 1 else ops.Reshape((b.size,))(b)
+    shape = a.shape + b.shape
+    equal = ops.Compare("EQ")(ops.Broadcast(shape, tuple(range(a.ndim)))(a),
+                              ops.Broadcast(shape, (a.ndim,))(b))
+    found = any_(equal, axis=-1)
+    return ops.Not()(found) if invert else found
+
