@@ -244,10 +244,24 @@ def _gesdd(dtype, types, attributes):
                       ArrayType(dtype, batch + u), ArrayType(dtype, batch + vt), _info(batch)))
 
 
+def _geev(dtype, types, attributes):
+    (a,) = _operands(dtype, types, "a")
+    batch, n = _square(a, "a")
+    _char(attributes, "compute_left", "NV")
+    _char(attributes, "compute_right", "NV")
+    # Real input: the eigenvalues' real and imaginary parts apart; the eigenvectors come
+    # back complex either way (the kernel unpacks conjugate pairs itself).
+    cdtype = _COMPLEX.get(dtype, dtype)
+    w = (ArrayType(dtype, batch + (n,)),) * 2 if dtype in _COMPLEX else \
+        (ArrayType(cdtype, batch + (n,)),)
+    vectors = ArrayType(cdtype, a.shape)
+    return TupleType((*w, vectors, vectors, _info(batch)))
+
+
 #: routine -> its rule, ``rule(dtype, operand_types, attributes) -> result type``.
 _WRITES = {"potrf": _potrf, "getrf": _getrf, "trsm": _trsm, "geqrf": _geqrf,
            "orgqr": _orgqr, "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd,
-           "gesdd": _gesdd}
+           "gesdd": _gesdd, "geev": _geev}
 #: The routines that exist only for real, or only for complex, element types.
 _ONLY = {"orgqr": (float32, float64), "syevd": (float32, float64),
          "ungqr": (complex64, complex128), "heevd": (complex64, complex128)}
@@ -355,12 +369,6 @@ def geev(a: Array, vectors: bool = True):
     of ``w`` and unpacks the eigenvectors of conjugate pairs itself. Left
     eigenvectors are not computed; with ``vectors=False`` neither are the right.
     """
-    batch, n = a.shape[:-2], a.shape[-1]
-    cdtype = complex_dtype(a.dtype)
-    vec = ArrayType(cdtype, a.shape)
-    parts = (ArrayType(a.dtype, batch + (n,)),) * 2 if a.dtype in _COMPLEX else (
-        ArrayType(cdtype, batch + (n,)),)
-    *w, _, vr, info = _call("geev", a, (*parts, vec, vec, ArrayType(int32, batch)),
-                            compute_left="N", compute_right="V" if vectors else "N")
+    *w, _, vr, info = _call("geev", a, compute_left="N", compute_right="V" if vectors else "N")
     return (ops.Complex()(*w) if len(w) == 2 else w[0]), vr, info
 

@@ -653,6 +653,7 @@ def test_custom_call_of_a_lapack_target_refuses_operands_the_kernel_cannot_take(
     ("svd reduced", lambda a: jnp.linalg.svd(a, full_matrices=False), (2, 5, 3)),
     ("triangular solve", lambda a: lax.linalg.triangular_solve(a, a[..., :2, :], left_side=False),
      (3, 3)),
+    ("eig", lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False), (2, 4, 4)),
 ])
 def test_lapack_target_results_are_what_jax_declares(name, f, shape, dtype):
     # jax's own calls of the same kernels (its CPU lowering) are the oracle: every
