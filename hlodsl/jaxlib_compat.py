@@ -17,6 +17,7 @@ when a module names a private jax/jaxlib name that is not listed here.
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 import jax
@@ -139,6 +140,7 @@ def client_started() -> bool:
     return bool(backends)
 
 
+@functools.lru_cache(maxsize=None)  # asked at every linalg staging: look it up once
 def _lapack_initialize():
     return private("jaxlib.lapack._lapack.initialize")
 

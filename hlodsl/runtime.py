@@ -16,6 +16,7 @@ which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import weakref
@@ -131,26 +132,15 @@ def to_device(host: np.ndarray, device: int = 0, private: bool = False):
     return compat.device_put(_aval(host.shape, host.dtype), _single(dev), host, dev)
 
 
-_AVALS: dict = {}
-_SINGLE: dict = {}
-
-
+@functools.lru_cache(maxsize=4096)  # bounded: a long run over many shapes
 def _aval(shape: tuple, dtype) -> ShapedArray:
-    """jax's abstract value for a buffer (cached: one per shape and type in use)."""
-    key = (shape, dtype)
-    out = _AVALS.get(key)
-    if out is None:
-        if len(_AVALS) > 4096:  # bounded: a long run over many shapes
-            _AVALS.clear()
-        out = _AVALS[key] = ShapedArray(shape, dtype)
-    return out
+    """jax's abstract value for a buffer (one per shape and type in use)."""
+    return ShapedArray(shape, dtype)
 
 
+@functools.lru_cache(maxsize=None)  # one per device
 def _single(device):
-    out = _SINGLE.get(device)
-    if out is None:
-        out = _SINGLE[device] = xc.SingleDeviceSharding(device)
-    return out
+    return xc.SingleDeviceSharding(device)
 
 
 def _private_copy(host: np.ndarray) -> np.ndarray:
