@@ -182,7 +182,7 @@ def aliases(staged, donated: tuple[int, ...]) -> tuple[tuple, tuple[str, ...]]:
     scalars whose buffers are shared between calls (``hlodsl.scalars``).
     """
     outs = list(staged.out_types)
-    tuple_root = not (len(outs) == 1 and _is_leaf(staged.out_tree))
+    tuple_root = len(outs) != 1  # one result is the root itself, whatever its structure
     taken: set[int] = set()
     pairs, unused = [], []
     for p in donated:

@@ -229,7 +229,7 @@ class Compiled(CallTable):
             + (f"; this call differs from the nearest compiled one in {why}" if why else "")
             + ". Each new signature stages and compiles the function again: pass values "
             "that change from call to call as arrays, not as Python values or new shapes "
-            "(hlodsl.config.recompile_warning sets when this warns)"), stacklevel=4)
+            "(hlodsl.config.recompile_warning sets when this warns)"), stacklevel=5)
 
     def _note_identity_statics(self, by_identity: list) -> None:
         """Warn, once per argument, of a static argument keyed by its identity: the program
@@ -245,7 +245,7 @@ class Compiled(CallTable):
                 f"staging read from it: mutating it (e.g. {path}.attr = ...) will not "
                 "recompile, and later calls run the old values. Pass a value instead: a "
                 "frozen attrs class or frozen dataclass (compared by value), a tuple or "
-                "namedtuple, or pass what changes as arrays"), stacklevel=4)
+                "namedtuple, or pass what changes as arrays"), stacklevel=5)
 
     def _difference(self, described: dict) -> str:
         """How ``described`` differs from the nearest signature still cached."""
