@@ -95,6 +95,7 @@ class Instruction(NamedTuple):
     attributes: str   # everything after the operands, metadata included
     root: bool
     text: str         # the whole line, stripped
+    line: int = 0     # its line number in the module text (1-based; 0 where unknown)
 
     @property
     def source(self) -> tuple[str, int] | None:
@@ -168,7 +169,7 @@ def _balanced(text: str, start: int) -> int:
     return len(text)
 
 
-def _instruction(line: str) -> Instruction | None:
+def _instruction(line: str, number: int = 0) -> Instruction | None:
     m = _INSTRUCTION.match(line)
     if m is None:
         return None
@@ -187,7 +188,7 @@ def _instruction(line: str) -> Instruction | None:
     inner = rest[open_ + 1:close - 1]
     operands = tuple(tok.split()[-1].lstrip("%") for tok in _split_top(inner) if tok.strip())
     attributes = rest[close:].lstrip(", ")
-    return Instruction(m[2], op[1], type_, operands, attributes, bool(m[1]), line.strip())
+    return Instruction(m[2], op[1], type_, operands, attributes, bool(m[1]), line.strip(), number)
 
 
 def _split_top(text: str) -> list[str]:
@@ -209,7 +210,7 @@ def parse_module(text: str) -> HloModule:
     name, header = "module", ""
     computations: list[HloComputation] = []
     current: HloComputation | None = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("HloModule"):
             header = line
             name = line.split()[1].rstrip(",") if len(line.split()) > 1 else name
@@ -221,7 +222,7 @@ def parse_module(text: str) -> HloModule:
             computations.append(current)
             current = None
         else:
-            inst = _instruction(line)
+            inst = _instruction(line, number)
             if inst is not None:
                 # Operands that are literals (a constant's value) are not instructions.
                 current.instructions.append(inst)
