@@ -783,6 +783,7 @@ def lower_jax(fn, args: tuple):
              if hasattr(leaf, "type") else jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf))
              for leaf in leaves]
 
+    @functools.wraps(fn)  # jax names the module and its op_names after fn
     def flat_fn(*flat):
         return fn(*jax.tree_util.tree_unflatten(treedef, flat))
 

@@ -172,7 +172,8 @@ class ImportedFunction:
             try:
                 operand_types = tuple(types[o] for o in inst.operands) \
                     if inst.opcode not in ("parameter", "constant") else ()
-                reading = Reading(inst, operand_types, types[inst.name], self._function)
+                reading = Reading(inst, operand_types, types[inst.name], self._function,
+                                  comp, self._by_name)
                 self._ops[(comp.name, inst.name)] = read_op(reading)
             except UnsupportedInstruction as e:
                 raise HloImportError(f"import_hlo: line {inst.line}: cannot import "

@@ -23,7 +23,7 @@ import numpy as np
 
 from hlodsl import ops
 from hlodsl.dtypes import from_hlo
-from hlodsl.hlo_text import Instruction
+from hlodsl.hlo_text import HloComputation, Instruction
 from hlodsl.op import Composite, registry
 from hlodsl.structural import Constant
 from hlodsl.ops.custom_call import is_known_target
@@ -209,6 +209,8 @@ class Reading(NamedTuple):
     operand_types: tuple
     result_type: Any
     function: Callable[[str], Callable]   # computation name -> its Python function
+    caller: HloComputation                # the computation the instruction is in
+    computations: dict                    # name -> HloComputation, the whole module
 
     @property
     def attrs(self) -> dict[str, str]:
@@ -362,6 +364,79 @@ def _read_all_to_all(r: Reading):
                        replica_groups=_groups(r.attrs.get("replica_groups", "{}")))
 
 
+def _constant_int(comp: HloComputation, name: str) -> int | None:
+    """The value of instruction ``name`` of ``comp`` if it is an integer scalar constant."""
+    inst = next((i for i in comp.instructions if i.name == name), None)
+    if inst is None or inst.opcode != "constant" or not re.fullmatch(r"[su]\d+\[\]", inst.type):
+        return None
+    return int(inst.text[inst.text.index("constant(") + 9:].split(")")[0])
+
+
+def _element(comp: HloComputation, name: str) -> int | None:
+    """``k`` where instruction ``name`` is ``get-tuple-element(parameter(0)), index=k``."""
+    by = {i.name: i for i in comp.instructions}
+    inst = by.get(name)
+    if inst is None or inst.opcode != "get-tuple-element":
+        return None
+    src = by.get(inst.operands[0])
+    if src is None or src.opcode != "parameter":
+        return None
+    return int(parse_attributes(inst.attributes)["index"])
+
+
+def trip_count(r: Reading) -> int | None:
+    """The static trip count of a counted ``while`` (as jax lowers scan and fori_loop).
+
+    A counted loop: state element ``k`` starts at an integer constant ``a``, the
+    body adds the constant 1 to it, and the condition is ``element k < b`` for a
+    constant ``b``. None for any other loop (its trip count is data).
+    """
+    a = parse_attributes(r.inst.attributes)
+    cond = r.computations.get(a.get("condition", "").lstrip("%"))
+    body = r.computations.get(a.get("body", "").lstrip("%"))
+    if cond is None or body is None:
+        return None
+    root = next((i for i in cond.instructions if i.root), None)
+    if root is None or root.opcode != "compare" or \
+            parse_attributes(root.attributes).get("direction") != "LT":
+        return None
+    k = _element(cond, root.operands[0])
+    bound = _constant_int(cond, root.operands[1])
+    if k is None or bound is None:
+        return None
+    init = next((i for i in r.caller.instructions if i.name == r.inst.operands[0]), None)
+    if init is None or init.opcode != "tuple":
+        return None
+    start = _constant_int(r.caller, init.operands[k])
+    body_root = next((i for i in body.instructions if i.root), None)
+    if start is None or body_root is None or body_root.opcode != "tuple":
+        return None
+    step = next((i for i in body.instructions if i.name == body_root.operands[k]), None)
+    if step is None or step.opcode != "add" or \
+            sorted([_element(body, o) == k for o in step.operands]) != [False, True]:
+        return None
+    one = [o for o in step.operands if _element(body, o) != k][0]
+    if _constant_int(body, one) != 1:
+        return None
+    return max(0, bound - start)
+
+
+def _read_while(r: Reading):
+    """A counted loop becomes a ``fori_loop`` of static length, which has a reverse-mode
+    rule (``hlodsl.transforms.scan_ad``); any other loop stays a ``While``."""
+    condition, body = r.computation("condition"), r.computation("body")
+    trips = trip_count(r)
+    if trips is None:
+        return _spread(ops.While(condition, body))
+    from .control import fori_loop
+
+    def step(_, state):
+        return tuple(body(tuple(state)))
+
+    step.__name__ = step.__qualname__ = body.__name__
+    return lambda values: fori_loop(0, trips, step, tuple(values[0]))
+
+
 def _fused(r: Reading):
     fn = r.computation("calls")
     return lambda values: fn(*values)
@@ -414,7 +489,7 @@ READERS: dict[str, Callable[[Reading], Callable]] = {
     "map": lambda r: _op(ops.Map(r.computation("to_apply"))),
     "call": lambda r: _op(ops.Call(r.computation("to_apply"))),
     "fusion": _fused,
-    "while": lambda r: _spread(ops.While(r.computation("condition"), r.computation("body"))),
+    "while": _read_while,
     "opt-barrier": lambda r: _spread(ops.OptimizationBarrier()),
     "conditional": _read_conditional,
     "sort": lambda r: _op(ops.Sort(r.computation("to_apply"), _first_dim(r.attrs),
