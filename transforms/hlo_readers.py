@@ -222,7 +222,7 @@ class Reading(NamedTuple):
             raise ValueError(f"no {key}= attribute")
         return self.function(value.lstrip("%"))
 
-    def computations(self, key: str) -> tuple:
+    def computation_list(self, key: str) -> tuple:
         return tuple(self.function(n.strip().lstrip("%"))
                      for n in self.attrs[key].strip("{}").split(",") if n.strip())
 
@@ -335,7 +335,7 @@ def _read_pad(r: Reading):
 def _read_conditional(r: Reading):
     a = r.attrs
     if "branch_computations" in a:
-        op = ops.Conditional(branch_computations=r.computations("branch_computations"))
+        op = ops.Conditional(branch_computations=r.computation_list("branch_computations"))
     else:
         op = ops.Conditional(r.computation("true_computation"),
                              r.computation("false_computation"))
