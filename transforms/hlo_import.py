@@ -40,7 +40,9 @@ from hlodsl.compiler import compile as _compile
 from hlodsl.context import STATE
 from hlodsl.errors import HloDslError, SourceLocation
 from hlodsl.hlo_text import HloComputation, HloModule, Instruction, parse_module
-from hlodsl.types import TupleType
+from hlodsl.staging import stage_types
+from hlodsl.tree import flat_treedef
+from hlodsl.types import ArrayType, TupleType
 
 from .hlo_readers import Reading, UnsupportedInstruction, read_op, read_type
 
@@ -106,6 +108,12 @@ def _text_of(program: Any) -> str:
                          f"jax Lowered/Compiled stage, not {type(program).__name__}")
 
 
+def _type_of(value):
+    if isinstance(value, (tuple, list)):
+        return TupleType(tuple(_type_of(v) for v in value))
+    return getattr(value, "type", None)
+
+
 class _Computation:
     """One computation of the module as a Python function of arrays (and tuples of them).
 
@@ -152,8 +160,13 @@ class ImportedFunction:
         # Every instruction is read once up front, so an unsupported one is reported
         # now, with its line, not in the middle of staging a caller.
         self._ops: dict[tuple[str, str], Any] = {}
+        self._types: dict[str, dict] = {}
         for comp in self.module.computations:
             self._read_computation(comp)
+        # Staging it once checks every declared type against the ops' shape rules now.
+        if all(isinstance(t, ArrayType) for t in self.parameter_types):
+            stage_types(self, flat_treedef(len(self.parameter_types)), self.parameter_types,
+                        self.__name__)
 
     # -- reading ---------------------------------------------------------------
 
@@ -167,7 +180,7 @@ class ImportedFunction:
         return fn
 
     def _read_computation(self, comp: HloComputation) -> None:
-        types = {i.name: read_type(i.type) for i in comp.instructions}
+        types = self._types[comp.name] = {i.name: read_type(i.type) for i in comp.instructions}
         for inst in comp.instructions:
             try:
                 operand_types = tuple(types[o] for o in inst.operands) \
@@ -208,13 +221,25 @@ class ImportedFunction:
                 previous = STATE.location
                 STATE.location = self._location(inst) or previous
                 try:
-                    env[inst.name] = apply([] if inst.opcode == "constant"
-                                           else [env[o] for o in inst.operands])
+                    value = apply([] if inst.opcode == "constant"
+                                  else [env[o] for o in inst.operands])
                 finally:
                     STATE.location = previous
+                self._check_result(comp, inst, value)
+                env[inst.name] = value
             if inst.root:
                 root = inst
         return env[(root or comp.instructions[-1]).name]
+
+    def _check_result(self, comp: HloComputation, inst: Instruction, value) -> None:
+        """The op's shape rule must give the type the text declares: a module whose
+        declared types are wrong is refused, never run with other types."""
+        declared = self._types[comp.name][inst.name]
+        got = _type_of(value)
+        if got != declared:
+            raise HloImportError(f"import_hlo: line {inst.line}: the text declares {declared} "
+                                 f"but {inst.opcode} of its operands gives {got}\n  "
+                                 f"{inst.code()}")
 
     def _check(self, args: tuple) -> None:
         if len(args) != len(self.parameter_types):

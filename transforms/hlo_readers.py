@@ -425,6 +425,17 @@ def _read_while(r: Reading):
     """A counted loop becomes a ``fori_loop`` of static length, which has a reverse-mode
     rule (``hlodsl.transforms.scan_ad``); any other loop stays a ``While``."""
     condition, body = r.computation("condition"), r.computation("body")
+    if not isinstance(r.operand_types[0], TupleType):
+        # An array state (jax's loops over one array): hlodsl's While carries a tuple.
+        def cond1(s):
+            return condition(s[0])
+
+        def body1(s):
+            return (body(s[0]),)
+
+        cond1.__name__, body1.__name__ = condition.__name__, body.__name__
+        loop = ops.While(cond1, body1)
+        return lambda values: loop(values[0])[0]
     trips = trip_count(r)
     if trips is None:
         return _spread(ops.While(condition, body))
