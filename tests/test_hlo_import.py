@@ -138,7 +138,9 @@ def test_attention_runs_under_a_memory_limit_below_its_naive_temporaries():
     q, k, v, w = (normal(20 + i, n, d) for i in range(4))
     f = hd.from_jax(attention, q, k, v)
     args = [hd.array(a) for a in (q, k, v)]
-    naive = jax.jit(attention).lower(q, k, v).compile().memory_analysis().temp_size_in_bytes
+    # XLA's count of the temporaries of the imported program as written (jax's own
+    # memory_analysis reports none at larger n on XLA:CPU: benchmarks/import_attention.py).
+    naive = hd.compile(f).memory_stats(*args)["temp_size_in_bytes"]
     limit = n * n * 4 // 4  # a quarter of one score matrix
     assert naive > 3 * limit
     split = hd.compile(f, memory_limit=limit)
