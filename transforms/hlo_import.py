@@ -32,6 +32,8 @@ hlodsl.Array[float32, (3,)]([2., 4., 6.])
 
 from __future__ import annotations
 
+import inspect
+import keyword
 import re
 from typing import Any
 
@@ -135,6 +137,22 @@ class _Computation:
         return f"<imported computation {self.comp.name}>"
 
 
+def _signature(params: list[Instruction]) -> inspect.Signature:
+    """Positional parameters named as the producer named them (jax: the argument names
+    in ``op_name``), else after the parameter instructions; made unique."""
+    names: list[str] = []
+    for p in params:
+        m = _OP_NAME.search(p.attributes)
+        name = m[1] if m and m[1].isidentifier() else re.sub(r"\.\d+$", "", p.name)
+        name = re.sub(r"\W", "_", name)
+        name = name if name.isidentifier() and not keyword.iskeyword(name) else f"p{len(names)}"
+        while name in names:
+            name += "_"
+        names.append(name)
+    return inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY)
+                              for n in names])
+
+
 class ImportedFunction:
     """An imported HLO module: call it on arrays of its parameter types.
 
@@ -156,6 +174,7 @@ class ImportedFunction:
         root = next((i for i in self.module.entry.instructions if i.root),
                     self.module.entry.instructions[-1])
         self.result_type = read_type(root.type)
+        self.__signature__ = _signature(entry.params)
         self._compiled = None
         # Every instruction is read once up front, so an unsupported one is reported
         # now, with its line, not in the middle of staging a caller.
