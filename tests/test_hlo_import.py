@@ -134,7 +134,7 @@ def test_vmap_of_an_imported_function_equals_jax_vmap(mlp):
 
 
 def test_attention_runs_under_a_memory_limit_below_its_naive_temporaries():
-    n, d = 1024, 16
+    n, d = 512, 8
     q, k, v, w = (normal(20 + i, n, d) for i in range(4))
     f = hd.from_jax(attention, q, k, v)
     args = [hd.array(a) for a in (q, k, v)]
