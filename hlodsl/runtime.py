@@ -780,8 +780,8 @@ def lower_jax(fn, args: tuple):
     """
     leaves, treedef = jax.tree_util.tree_flatten(args)
     specs = [jax.ShapeDtypeStruct(tuple(leaf.type.shape), leaf.type.dtype.np_dtype)
-             if hasattr(leaf, "type") else jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf))
-             for leaf in leaves]
+             if hasattr(leaf, "type") else
+             jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf)) for leaf in leaves]
 
     @functools.wraps(fn)  # jax names the module and its op_names after fn
     def flat_fn(*flat):

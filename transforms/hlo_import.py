@@ -41,12 +41,12 @@ from hlodsl import runtime
 from hlodsl.compiler import compile as _compile
 from hlodsl.context import STATE
 from hlodsl.errors import HloDslError, SourceLocation
-from hlodsl.hlo_text import HloComputation, HloModule, Instruction, parse_module
+from hlodsl.hlo_text import HloComputation, HloModule, Instruction, parse_module, read_type
 from hlodsl.staging import stage_types
 from hlodsl.tree import flat_treedef
 from hlodsl.types import ArrayType, TupleType
 
-from .hlo_readers import Reading, UnsupportedInstruction, read_op, read_type
+from .hlo_readers import Reading, UnsupportedInstruction, read_op
 
 __all__ = ["HloImportError", "ImportedFunction", "import_hlo"]
 

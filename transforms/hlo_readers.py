@@ -6,11 +6,10 @@ result types and returns ``apply(values)``, which calls the op on the values of
 its operands. Ops without static operands (``add``, ``tanh``, ``clamp``, ...)
 need no reader: the registry's class is called as is. Which opcodes can be
 read is ``importable_opcodes()``; ``NOT_IMPORTABLE`` says why the others cannot.
+The text itself (types, attributes, literals) is read by ``hlodsl.hlo_text``.
 
->>> read_type("(f32[2,3]{1,0}, s32[])")
-TupleType([ArrayType(float32, (2, 3)), ArrayType(int32, ())])
->>> parse_attributes('dimensions={0,1}, to_apply=%add, metadata={op_name="a, b"}')
-{'dimensions': '{0,1}', 'to_apply': '%add', 'metadata': '{op_name="a, b"}'}
+>>> "dot" in importable_opcodes() and "bitcast" in NOT_IMPORTABLE
+True
 """
 
 from __future__ import annotations
@@ -19,18 +18,16 @@ import re
 from typing import Any, Callable, NamedTuple
 
 import attrs
-import numpy as np
 
 from hlodsl import ops
-from hlodsl.dtypes import from_hlo
-from hlodsl.hlo_text import HloComputation, Instruction
+from hlodsl.hlo_text import HloComputation, Instruction, parse_attributes, read_literal, split_top
 from hlodsl.op import Composite, registry
 from hlodsl.structural import Constant
 from hlodsl.ops.custom_call import is_known_target
-from hlodsl.types import ArrayType, TokenType, TupleType
+from hlodsl.types import TupleType
 
 __all__ = ["NOT_IMPORTABLE", "Reading", "UnsupportedInstruction", "importable_opcodes",
-           "parse_attributes", "read_literal", "read_op", "read_type"]
+           "read_op", "trip_count"]
 
 
 class UnsupportedInstruction(Exception):
@@ -50,120 +47,7 @@ NOT_IMPORTABLE = {
 }
 
 
-# -- types, attributes, literals ------------------------------------------------------------
-
-_TYPE = re.compile(r"\s*(?:(\()|(\))|(,)|(token)\[\]|(\w+)\[([^\]]*)\](?:\{[^}]*\})?)")
-
-
-def read_type(text: str):
-    """``ArrayType``, ``TupleType`` or ``TokenType`` of an HLO type (layouts ignored)."""
-    pos = 0
-
-    def one():
-        nonlocal pos
-        m = _TYPE.match(text, pos)
-        if m is None:
-            raise ValueError(f"cannot read the type {text!r}")
-        pos = m.end()
-        if m[1]:
-            elements = []
-            while True:
-                m2 = _TYPE.match(text, pos)
-                if m2 is not None and m2[2]:
-                    pos = m2.end()
-                    return TupleType(tuple(elements))
-                if elements:
-                    m3 = _TYPE.match(text, pos)
-                    if m3 is None or not m3[3]:
-                        raise ValueError(f"cannot read the type {text!r}")
-                    pos = m3.end()
-                elements.append(one())
-        if m[4]:
-            return TokenType()
-        if m[5] is None:
-            raise ValueError(f"cannot read the type {text!r}")
-        dims = [d.strip() for d in m[6].split(",") if d.strip()]
-        if any(not d.isdigit() for d in dims):
-            raise ValueError(f"dynamic dimensions ({text}) are not supported: hlodsl shapes "
-                             "are static")
-        return ArrayType(from_hlo(m[5]), tuple(int(d) for d in dims))
-
-    return one()
-
-
-def _split_top(text: str) -> list[str]:
-    """``text`` split at the commas outside brackets and quotes."""
-    parts, depth, start, quoted, k = [], 0, 0, False, 0
-    while k < len(text):
-        ch = text[k]
-        if quoted:
-            if ch == "\\":
-                k += 1
-            elif ch == '"':
-                quoted = False
-        elif ch == '"':
-            quoted = True
-        elif ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:k])
-            start = k + 1
-        k += 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-def parse_attributes(text: str) -> dict[str, str]:
-    """``key=value`` attributes of an instruction (values as text)."""
-    out = {}
-    for part in _split_top(text):
-        key, eq, value = part.partition("=")
-        if eq:
-            out[key.strip()] = value.strip()
-    return out
-
-
-_LITERAL_TOKEN = re.compile(r"\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)|[^\s{},()]+")
-
-
-def _number(token: str):
-    t = token.lower()
-    if t in ("true", "false"):
-        return t == "true"
-    if t in ("nan", "-nan", "+nan"):
-        return float("nan")
-    if t in ("inf", "+inf", "-inf"):
-        return float(t)
-    try:
-        return int(t)
-    except ValueError:
-        return float(t)
-
-
-def read_literal(text: str, t: ArrayType) -> np.ndarray:
-    """The value of a ``constant(...)``'s literal ``text`` as an array of type ``t``."""
-    if "..." in text:
-        raise ValueError("the constant's value was left out of the text ({...}); print the "
-                         "module with large constants")
-    values = []
-    for m in _LITERAL_TOKEN.finditer(text):
-        if m[1] is not None:
-            values.append(complex(_number(m[1]), _number(m[2])))
-        else:
-            values.append(_number(m[0]))
-    np_dtype = t.dtype.np_dtype
-    if len(values) != int(np.prod(t.shape)):
-        raise ValueError(f"the literal has {len(values)} elements, its type {t} needs "
-                         f"{int(np.prod(t.shape))}")
-    if np.dtype(np_dtype).kind in "iub":
-        out = np.array(values, dtype=object).astype(np_dtype)
-    else:
-        wide = np.complex128 if np.dtype(np_dtype).kind == "c" else np.float64
-        out = np.array(values, dtype=wide).astype(np_dtype)
-    return out.reshape(t.shape)
-
+# -- attribute values ---------------------------------------------------------------------
 
 def _dims(value: str) -> tuple[int, ...]:
     return tuple(int(v) for v in value.strip("{}").split(",") if v.strip())
@@ -196,7 +80,7 @@ def _window(value: str | None, rank: int) -> dict[str, tuple]:
 
 def _precision(a: dict) -> tuple[str, str] | None:
     value = a.get("operand_precision")
-    return None if value is None else tuple(p.lower() for p in _split_top(value.strip("{}")))
+    return None if value is None else tuple(p.lower() for p in split_top(value.strip("{}")))
 
 
 # -- one instruction ------------------------------------------------------------------------
