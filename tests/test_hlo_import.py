@@ -193,6 +193,16 @@ def test_every_form_of_a_jax_program_imports(lowered, form):
     close(f(hd.array(x), hd.array(w)), small(x, w))
 
 
+def test_large_constants_the_printer_elides_are_read_whole():
+    table = normal(40, 64, 5)  # printed as constant({...}) beside the metadata
+
+    def lookup(x):
+        return jnp.tanh(x @ table)
+
+    x = normal(41, 2, 64)
+    close(hd.from_jax(lookup, x)(hd.array(x)), lookup(x))
+
+
 def test_eager_call_runs_one_compiled_module_and_checks_argument_types(lowered):
     x, w, lo = lowered
     f = hd.import_hlo(lo)
