@@ -47,5 +47,7 @@ from . import transforms, stdlib  # noqa: E402,F401
 from .transforms import passes  # noqa: E402,F401
 from .transforms.sharded import device_put, with_sharding_constraint  # noqa: E402,F401
 from .transforms.shard_map import shard_map  # noqa: E402,F401
+from .transforms.hlo_import import HloImportError, import_hlo  # noqa: E402,F401
+from .transforms.jax_bridge import from_jax  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -23,7 +23,8 @@ import importlib
 import jax
 import jaxlib.xla_client as xc
 
-__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_handler",
+__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "stablehlo_to_hlo_text",
+           "result_handler",
            "device_put", "collect_garbage", "client_started", "can_bind_lapack",
            "initialize_lapack"]
 
@@ -33,6 +34,10 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib._jax.mlir.hlo_to_stablehlo":
         "HLO module proto -> StableHLO bytecode, the form PJRT compiles; without it "
         "nothing compiles (an ImportError naming the jaxlib release)",
+    "jaxlib._jax.mlir.mlir_module_to_xla_computation":
+        "StableHLO/MLIR (text or bytecode) -> an XLA computation whose HLO text "
+        "hlodsl.import_hlo reads; without it, import_hlo takes HLO text and jax stages "
+        "only (an ImportError naming the jaxlib release)",
     "jaxlib._jax.collect_garbage":
         "frees the call-stack records jaxlib keeps per execute (memory stays flat in long "
         "loops); without it, nothing is drained",
@@ -88,6 +93,17 @@ def hlo_to_stablehlo(text: str) -> bytes:
                           "pyproject.toml declares")
     module = xc.hlo.hlo_module_from_text(text)
     return _to_stablehlo(module.as_serialized_hlo_module_proto())
+
+
+def stablehlo_to_hlo_text(module: str | bytes, text_of) -> str:
+    """``text_of(computation)`` for a StableHLO/MLIR module given as text or bytecode
+    (jaxlib converts it to an XLA computation)."""
+    convert = private("jaxlib._jax.mlir.mlir_module_to_xla_computation")
+    if convert is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no "
+                          "jaxlib._jax.mlir.mlir_module_to_xla_computation: import HLO text "
+                          "or a jax stage instead of StableHLO")
+    return text_of(convert(module, use_tuple_args=False, return_tuple=False))
 
 
 # -- buffers: results and host -> device ------------------------------------------------
