@@ -25,7 +25,8 @@ import jaxlib.xla_client as xc
 
 __all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_handler",
            "device_put", "collect_garbage", "client_started", "can_bind_lapack",
-           "initialize_lapack"]
+           "initialize_lapack", "stablehlo_to_hlo_text", "stablehlo_version",
+           "to_portable_artifact", "from_portable_artifact", "portable_artifact_text"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -42,6 +43,10 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib.lapack._lapack.initialize":
         "binds jaxlib's LAPACK routines before a module calls them (a call before that "
         "crashes); without it, linalg_kernels='auto' uses the HLO kernels",
+    "jaxlib._jax.mlir.mlir_module_to_xla_computation":
+        "StableHLO -> HLO module, to compile an exported artifact (hlodsl.exported) through "
+        "the HLO text path hlodsl's own modules take; without it, deserialized artifacts "
+        "cannot run (an ImportError naming the jaxlib release)",
     "jaxlib.xla_client.array_result_handler(_skip_checks=)":
         "skips jaxlib 0.10's check of each result against its sharding (which rejects "
         "our single-device outputs); later releases have no such check and no argument",
@@ -158,3 +163,57 @@ def initialize_lapack() -> bool:
         return False
     init()
     return True
+
+
+# -- exported artifacts: StableHLO portable artifacts (hlodsl.exported) ---------------
+# jaxlib.mlir.dialects.stablehlo is the StableHLO project's own Python binding, public
+# in jaxlib (jax.export writes its artifacts with it); it is imported on first use, so
+# a process that never exports does not load MLIR's Python bindings.
+
+@functools.lru_cache(maxsize=None)
+def _stablehlo():
+    from jaxlib.mlir.dialects import stablehlo
+
+    return stablehlo
+
+
+def stablehlo_version() -> str:
+    """The newest StableHLO version this jaxlib writes and reads (``"1.17.0"``...)."""
+    return _stablehlo().get_current_version()
+
+
+def to_portable_artifact(module: bytes, target: str) -> bytes:
+    """A StableHLO module (MLIR bytecode) as a portable artifact of version ``target``:
+    versioned bytecode that later StableHLO releases read back."""
+    return _stablehlo().serialize_portable_artifact_str(module, target)
+
+
+def from_portable_artifact(artifact: bytes) -> bytes:
+    """The StableHLO module (MLIR bytecode of this release) of a portable artifact."""
+    return _stablehlo().deserialize_portable_artifact_str(artifact)
+
+
+def portable_artifact_text(artifact: bytes) -> str:
+    """A portable artifact as StableHLO's MLIR text (``func.func @main ...``)."""
+    from jaxlib.mlir import ir
+
+    stablehlo = _stablehlo()
+    context = ir.Context()
+    stablehlo.register_dialect(context)
+    with context:
+        return str(stablehlo.deserialize_portable_artifact(context, artifact))
+
+
+_to_computation = private("jaxlib._jax.mlir.mlir_module_to_xla_computation")
+
+
+def stablehlo_to_hlo_text(module: bytes) -> str:
+    """HLO module text of a StableHLO module (MLIR bytecode or text), large constants
+    printed whole so that XLA's parser reads the text back."""
+    if _to_computation is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no "
+                          "jaxlib._jax.mlir.mlir_module_to_xla_computation, which running "
+                          "exported artifacts needs; install a jaxlib in the range "
+                          "pyproject.toml declares")
+    computation = _to_computation(module, use_tuple_args=False, return_tuple=False)
+    return computation.as_hlo_text(print_large_constants=True)
