@@ -20,7 +20,7 @@ import hlodsl as hd
 from hlodsl import exported as ex
 
 F32 = hd.float32
-MASK = np.linspace(0.5, 1.5, 8, dtype=np.float32)  # a captured constant: printed whole?
+MASK = np.linspace(0.5, 1.5, 16, dtype=np.float32)  # a captured constant (XLA elides > 10)
 
 
 def mlp_loss(params, x, y):
@@ -36,9 +36,9 @@ def train_step(params, batch, lr):
 
 
 def _params(rng):
-    return {"layers": [{"w": rng.standard_normal((4, 8)).astype(np.float32),
-                        "b": rng.standard_normal(8).astype(np.float32)},
-                       {"w": rng.standard_normal((8, 2)).astype(np.float32)}]}
+    return {"layers": [{"w": rng.standard_normal((4, 16)).astype(np.float32),
+                        "b": rng.standard_normal(16).astype(np.float32)},
+                       {"w": rng.standard_normal((16, 2)).astype(np.float32)}]}
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +46,8 @@ def step():
     """The training step exported from abstract types (one staging, one conversion)."""
     rng = np.random.default_rng(0)
     params = hd.tree_map(hd.array, _params(rng))
-    abstract = {"layers": [{"w": hd.ArrayType(F32, (4, 8)), "b": hd.ArrayType(F32, (8,))},
-                           {"w": hd.ArrayType(F32, (8, 2))}]}
+    abstract = {"layers": [{"w": hd.ArrayType(F32, (4, 16)), "b": hd.ArrayType(F32, (16,))},
+                           {"w": hd.ArrayType(F32, (16, 2))}]}
     batch = (hd.ArrayType(F32, (5, 4)), hd.ArrayType(F32, (5, 2)))
     exported = hd.export(train_step, abstract, batch, 0.125)
     return exported, params
@@ -68,6 +68,8 @@ params = {"layers": [{"w": data["w0"], "b": data["b0"]}, {"w": data["w1"]}]}
 new, out = step(params, (data["x"], data["y"]), 0.125)
 np.savez(sys.argv[3], w0=new["layers"][0]["w"], b0=new["layers"][0]["b"],
          w1=new["layers"][1]["w"], loss=out["loss"])
+solve = hd.deserialize(open(sys.argv[4], "rb").read())  # LAPACK kernels (custom calls)
+np.save(sys.argv[5], solve(data["a"], data["b"]))
 try:
     step(params, (data["x"][:, :3], data["y"]), 0.125)
 except TypeError as e:
@@ -79,13 +81,20 @@ except TypeError as e:
 def test_a_fresh_process_runs_the_deserialized_step_equal_to_the_function(step, tmp_path):
     exported, _ = step
     (tmp_path / "step.hlodsl").write_bytes(exported.serialize())
+    solve = hd.export(hd.stdlib.linalg.solve, hd.ArrayType(hd.float64, (3, 3)),
+                      hd.ArrayType(hd.float64, (3, 2)))
+    (tmp_path / "solve.hlodsl").write_bytes(solve.serialize())
     params, (x, y) = _inputs(1)
+    a, b = np.random.default_rng(1).standard_normal((2, 3, 3))[0], np.ones((3, 2))
     np.savez(tmp_path / "in.npz", w0=params["layers"][0]["w"], b0=params["layers"][0]["b"],
-             w1=params["layers"][1]["w"], x=x, y=y)
+             w1=params["layers"][1]["w"], x=x, y=y, a=a, b=b)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-c", SERVER, "step.hlodsl", "in.npz", "out.npz"],
+    run = subprocess.run([sys.executable, "-c", SERVER, "step.hlodsl", "in.npz", "out.npz",
+                          "solve.hlodsl", "solved.npy"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "solved.npy"), np.linalg.solve(a, b),
+                               rtol=1e-12)
     got = np.load(tmp_path / "out.npz")
     new, out = hd.compile(train_step)(hd.tree_map(hd.array, params), (x, y), 0.125)
     np.testing.assert_allclose(got["loss"], np.asarray(out["loss"]), rtol=1e-6)
@@ -105,8 +114,8 @@ def test_the_exported_program_records_structure_types_and_versions(step):
     exported, _ = step
     assert exported.in_paths == ("params['layers'][0]['w']", "params['layers'][0]['b']",
                                  "params['layers'][1]['w']", "batch[0]", "batch[1]")
-    assert exported.in_types == (hd.ArrayType(F32, (4, 8)), hd.ArrayType(F32, (8,)),
-                                 hd.ArrayType(F32, (8, 2)), hd.ArrayType(F32, (5, 4)),
+    assert exported.in_types == (hd.ArrayType(F32, (4, 16)), hd.ArrayType(F32, (16,)),
+                                 hd.ArrayType(F32, (16, 2)), hd.ArrayType(F32, (5, 4)),
                                  hd.ArrayType(F32, (5, 2)))
     assert exported.out_paths == ("out[0]['layers'][0]['w']", "out[0]['layers'][0]['b']",
                                   "out[0]['layers'][1]['w']", "out[1]['loss']")
@@ -148,11 +157,13 @@ def test_stablehlo_tooling_reads_the_artifact(step):
                 if ir.StringAttr(op.attributes["sym_name"]).value == "main"][0]
         text = str(module)
     assert [str(a.type) for a in main.regions[0].blocks[0].arguments] == [
-        "tensor<4x8xf32>", "tensor<8xf32>", "tensor<8x2xf32>", "tensor<5x4xf32>",
+        "tensor<4x16xf32>", "tensor<16xf32>", "tensor<16x2xf32>", "tensor<5x4xf32>",
         "tensor<5x2xf32>"]
     assert "stablehlo.dot_general" in text and "stablehlo.tanh" in text
     assert exported.mlir_text() == text
-    assert "ENTRY" in exported.hlo_text() and "tanh(" in exported.hlo_text()
+    hlo = exported.hlo_text()  # what hd.import_hlo reads: constants printed whole
+    assert "ENTRY" in hlo and "tanh(" in hlo and "{...}" not in hlo
+    assert "constant({0.5, " in hlo
 
 
 def test_static_values_are_kept_exactly_and_checked_at_the_call():
@@ -194,7 +205,7 @@ def test_wrong_arguments_name_the_argument_and_both_types(step):
                                         r"got f64\[5,2\]"):
         exported(params, (x, y.astype(np.float64)), 0.125)
     with pytest.raises(TypeError, match=r"argument params\['layers'\]\[0\]\['b'\] must be "
-                                        r"f32\[8\] as exported, got f32\[9\]"):
+                                        r"f32\[16\] as exported, got f32\[9\]"):
         exported({"layers": [{"w": params["layers"][0]["w"], "b": np.zeros(9, np.float32)},
                              params["layers"][1]], }, (x, y), 0.125)
     with pytest.raises(TypeError, match="structure differs from the exported one"):
