@@ -43,13 +43,13 @@ import attrs
 from .array import Array, array_class
 from .compiler import Compiled, _convert, any_sharded, build_entry
 from .dtypes import element_type
-from .errors import HloDslError
+from .errors import ExportError
 from .printer import module_text
 from .staging import stage
 from .tree import LEAF, _Static, flatten, leaf_paths, unflatten
 from .types import ArrayType
 
-__all__ = ["export", "deserialize", "Exported", "ExportError", "FORMAT", "MAGIC"]
+__all__ = ["export", "deserialize", "Exported", "FORMAT", "MAGIC", "TARGET"]
 
 MAGIC = b"HLODSLX\n"
 #: The layout of the bytes ``serialize`` writes; ``deserialize`` reads this one only
@@ -61,10 +61,6 @@ _HEADER = struct.Struct("<8sHI")
 #: release hlodsl supports, so an artifact written on any supported stack loads on
 #: every other (StableHLO reads older versions for years; newer ones not at all).
 TARGET = "1.17.0"
-
-
-class ExportError(HloDslError, ValueError):
-    """A program that cannot be exported, or bytes that cannot be deserialized."""
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
@@ -419,7 +415,7 @@ def deserialize(data: bytes) -> Exported:
     >>> import hlodsl as hd
     >>> deserialize(b"PK\\x03\\x04 a zip file")
     Traceback (most recent call last):
-    hlodsl.exported.ExportError: deserialize: these bytes are not an exported hlodsl program ...
+    hlodsl.errors.ExportError: deserialize: these bytes are not an exported hlodsl program ...
     """
     from .runtime import versions
 
