@@ -189,7 +189,6 @@ class Exported:
         self.platform = platform
         self._artifact = artifact
         self._in_classes = tuple(array_class(t) for t in self.in_types)
-        self._out_classes = tuple(array_class(t) for t in self.out_types)
         self._exe = None
         self._lock = threading.Lock()
 
@@ -256,8 +255,8 @@ class Exported:
             if a._buf is None:
                 raise TypeError(f"{self.name} (exported): argument {path} is a symbolic array: "
                                 "an exported program runs on arrays, not inside hd.compile or "
-                                "a transformation (hd.import_hlo(exported.hlo_text()) makes "
-                                "it a function that stages)")
+                                "a transformation (its hlo_text() is the program to import "
+                                "for that)")
         outs = self._executable().execute([a._buf for a in leaves])
         return unflatten(self.out_tree, [Array._from_buffer(b, t)
                                          for b, t in zip(outs, self.out_types)])
@@ -324,17 +323,14 @@ class _Shown:
 
 
 def _statics(tree) -> list:
-    out: list = []
-
-    def walk(td):
-        if isinstance(td, _Static):
-            out.append(td.value)
-        elif td is not LEAF:
-            for c in (td[2] if td[0] is dict else td[1]) if td[0] in (tuple, list, dict) else ():
-                walk(c)
-
-    walk(tree)
-    return out
+    """The static values of a treedef, in order."""
+    if isinstance(tree, _Static):
+        return [tree.value]
+    if tree is LEAF:
+        return []
+    kind = tree[0]  # a call's tree may hold attrs classes and namedtuples too
+    children = tree[3] if kind is attrs else tree[2] if kind is dict else tree[1]
+    return [v for c in children for v in _statics(c)]
 
 
 # -- export --------------------------------------------------------------------------

@@ -210,6 +210,9 @@ def test_wrong_arguments_name_the_argument_and_both_types(step):
                              params["layers"][1]], }, (x, y), 0.125)
     with pytest.raises(TypeError, match="structure differs from the exported one"):
         exported(params, (x,), 0.125)
+    with pytest.raises(TypeError, match=r"got 1 array\(s\) \(args\[0\]\.w: f32\[2\]\) and "
+                                        r"static values \[0\.125\]"):
+        exported(State(np.float32([1, 2])), 0.125)
     with pytest.raises(TypeError, match="a symbolic array"):
         hd.compile(lambda x, y: exported(params, (x, y), 0.125)[1]["loss"])(x, y)
 
