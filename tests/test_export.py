@@ -276,3 +276,15 @@ def test_struct_layout_is_the_documented_one(small):
     magic, fmt, length = struct.unpack_from("<8sHI", small)
     assert (magic, fmt) == (b"HLODSLX\n", 1)
     assert json.loads(small[14:14 + length])["versions"]["stablehlo"] == ex.TARGET
+
+
+def test_a_compiled_function_exports_the_program_its_passes_leave():
+    f = hd.compile(lambda a, b, c: (a @ b) @ c, passes=[hd.passes.MatrixChain()])
+    types = [hd.ArrayType(F32, s) for s in ((2, 50), (50, 50), (50, 1))]
+    e = hd.export(f, *types)
+    dots = [line.split(" = ")[1].split()[0] for line in e.hlo_text().splitlines()
+            if " dot(" in line]
+    assert dots == ["f32[50,1]{1,0}", "f32[2,1]{1,0}"]  # a @ (b @ c): the cheaper order
+    a, b, c = (np.random.default_rng(4).standard_normal(t.shape).astype(np.float32)
+               for t in types)
+    np.testing.assert_allclose(np.asarray(e(a, b, c)), (a @ b) @ c, rtol=1e-4)
