@@ -179,6 +179,18 @@ def test_static_values_are_kept_exactly_and_checked_at_the_call():
         e(np.float32([1, -2]), 3, 0.0, "mul")
 
 
+def test_numbers_given_for_arrays_become_arrays_of_their_kind():
+    e = hd.export(lambda x, scale, n: x * scale + n, hd.ArrayType(F32, (2,)),
+                  hd.ArrayType(F32, ()), hd.ArrayType(hd.int32, ()))
+    assert np.asarray(e(np.float32([1, 2]), 0.5, 3)).tolist() == [3.5, 4.0]  # weak: as f32
+    assert np.asarray(e(np.float32([1, 2]), np.float32(2), np.int32(1))).tolist() == [3.0, 5.0]
+    with pytest.raises(TypeError, match=r"argument scale must be f32\[\] as exported, got "
+                                        r"f64\[\]"):
+        e(np.float32([1, 2]), np.float64(2), 1)  # a numpy scalar keeps its own type
+    with pytest.raises(TypeError, match="structure differs"):
+        e(np.float32([1, 2]), 0.5, 1.5)  # a float is no int32
+
+
 @attrs.frozen
 class State:
     w: object
