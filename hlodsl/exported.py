@@ -247,8 +247,11 @@ class Exported:
 
     def __call__(self, *args, **kwargs):
         leaves, tree = flatten((args, kwargs))
-        if tree != self.in_tree:
-            raise TypeError(self._structure_error(leaves, tree))
+        if tree != self.in_tree:  # numbers given for arrays (np.float32(3), 0.5)? lift them
+            lifted = _lift(self.in_tree, (args, kwargs), iter(self.in_types))
+            leaves, lifted_tree = flatten(lifted)
+            if lifted_tree != self.in_tree:
+                raise TypeError(self._structure_error(*flatten((args, kwargs))))
         if tuple(map(type, leaves)) != self._in_classes:
             self._check_leaves(leaves)
         for path, a in zip(self.in_paths, leaves):
@@ -320,6 +323,45 @@ class _Shown:
 
     def __repr__(self) -> str:
         return str(self.t)
+
+
+def _count(tree) -> int:
+    """The number of arrays in a treedef."""
+    if tree is LEAF:
+        return 1
+    if isinstance(tree, _Static):
+        return 0
+    return sum(_count(c) for c in (tree[2] if tree[0] is dict else tree[1]))
+
+
+_KINDS = {bool: "b", int: "biuf", float: "f", complex: "c"}  # Python number -> numpy kinds
+
+
+def _lift(tree, x, types):
+    """``x`` with each number where ``tree`` holds an array made an array: a numpy scalar
+    as it is, a Python number as the exported type if of its kind (an int for a float
+    array, as hd.compile's weak typing). ``types`` iterates the arrays' types in order."""
+    import numpy as np
+
+    from .array import array
+
+    if tree is LEAF:
+        t = next(types)
+        if isinstance(x, np.generic):
+            return array(x)
+        if type(x) in _KINDS and t.dtype.np_dtype.kind in _KINDS[type(x)]:
+            return array(np.asarray(x, t.dtype.np_dtype))
+        return x
+    if isinstance(tree, _Static):
+        return x
+    kind = tree[0]
+    if kind in (tuple, list) and type(x) is kind and len(x) == len(tree[1]):
+        return kind(_lift(c, v, types) for c, v in zip(tree[1], x))
+    if kind is dict and type(x) is dict and tuple(x) == tree[1]:
+        return {k: _lift(c, x[k], types) for k, c in zip(tree[1], tree[2])}
+    for _ in range(_count(tree)):  # a structure that differs: the call will say so
+        next(types)
+    return x
 
 
 def _statics(tree) -> list:

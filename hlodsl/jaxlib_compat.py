@@ -44,9 +44,9 @@ PRIVATE_NAMES: dict[str, str] = {
         "binds jaxlib's LAPACK routines before a module calls them (a call before that "
         "crashes); without it, linalg_kernels='auto' uses the HLO kernels",
     "jaxlib._jax.mlir.mlir_module_to_xla_computation":
-        "StableHLO -> HLO module, to compile an exported artifact (hlodsl.exported) through "
-        "the HLO text path hlodsl's own modules take; without it, deserialized artifacts "
-        "cannot run (an ImportError naming the jaxlib release)",
+        "StableHLO -> HLO module text of an exported artifact (hlodsl.exported): "
+        "Exported.hlo_text(), and the text that names the program in compile errors and "
+        "shows its custom calls; without it, those raise an ImportError naming the release",
     "jaxlib.xla_client.array_result_handler(_skip_checks=)":
         "skips jaxlib 0.10's check of each result against its sharding (which rejects "
         "our single-device outputs); later releases have no such check and no argument",

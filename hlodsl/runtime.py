@@ -44,7 +44,7 @@ _x64 = jax.enable_x64
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
            "is_buffer", "adopt", "copy_buffer", "check_process", "wait",
-           "COMPILER_OPTIONS", "compiler_options", "stablehlo_version", "versions",
+           "COMPILER_OPTIONS", "compiler_options", "versions",
            "portable_artifact", "artifact_module", "stablehlo_hlo_text", "artifact_mlir_text"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
@@ -317,8 +317,8 @@ _hlo_to_mlir = compat.hlo_to_stablehlo
 
 
 # -- exported artifacts (hlodsl.exported): HLO text <-> StableHLO portable artifacts ----
-# An artifact runs through compile_hlo like any module of ours: converted back to HLO
-# text by jaxlib (XLA converts StableHLO to HLO to compile it anyway), so it shares
+# An artifact runs through compile_hlo like any module of ours, its StableHLO module
+# given as ``stablehlo=`` (and its HLO text, converted by jaxlib, naming it): it shares
 # the compile options, the persistent cache, LAPACK binding and the error messages.
 
 def versions() -> dict[str, str]:
@@ -327,11 +327,6 @@ def versions() -> dict[str, str]:
 
     return {"jax": jax.__version__, "jaxlib": jaxlib.__version__,
             "stablehlo": compat.stablehlo_version()}
-
-
-def stablehlo_version() -> str:
-    """The newest StableHLO version this jaxlib reads and writes (``"1.17.0"``...)."""
-    return compat.stablehlo_version()
 
 
 def portable_artifact(text: str, target: str) -> bytes:
