@@ -21,8 +21,8 @@ from .dtypes import (  # noqa: F401  (sub-byte floats: see dtypes.py for what XL
 )
 from .settings import config  # noqa: F401
 from .errors import (  # noqa: F401
-    ArraySizeError, HloDslError, MemoryLimitError, NoMethodError, RecompileWarning, ShapeError,
-    StagingError, StaticArgumentWarning, XlaCompileError,
+    ArraySizeError, ExportError, HloDslError, MemoryLimitError, NoMethodError, RecompileWarning,
+    ShapeError, StagingError, StaticArgumentWarning, XlaCompileError,
 )
 from .types import ArrayType, TupleType  # noqa: F401
 from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
@@ -32,6 +32,7 @@ from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
+from .exported import Exported, deserialize, export  # noqa: F401
 from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .replicated import replicated  # noqa: F401
 from .sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401

@@ -319,9 +319,11 @@ def _number(token: str):
     if t in ("inf", "+inf", "-inf"):
         return float(t)
     try:
-        return int(t)
+        value = int(t)
     except ValueError:
         return float(t)
+    # XLA prints a float -0.0 as "-0": keep its sign (an integer type casts it to 0).
+    return -0.0 if value == 0 and t.startswith("-") else value
 
 
 def read_literal(text: str, t: ArrayType) -> np.ndarray:

@@ -23,10 +23,10 @@ import importlib
 import jax
 import jaxlib.xla_client as xc
 
-__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "stablehlo_to_hlo_text",
-           "result_handler",
+__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_handler",
            "device_put", "collect_garbage", "client_started", "can_bind_lapack",
-           "initialize_lapack"]
+           "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
+           "to_portable_artifact", "from_portable_artifact", "portable_artifact_text"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -35,9 +35,10 @@ PRIVATE_NAMES: dict[str, str] = {
         "HLO module proto -> StableHLO bytecode, the form PJRT compiles; without it "
         "nothing compiles (an ImportError naming the jaxlib release)",
     "jaxlib._jax.mlir.mlir_module_to_xla_computation":
-        "StableHLO/MLIR (text or bytecode) -> an XLA computation whose HLO text "
-        "hlodsl.import_hlo reads; without it, import_hlo takes HLO text and jax stages "
-        "only (an ImportError naming the jaxlib release)",
+        "StableHLO/MLIR (text or bytecode) -> an XLA computation: the HLO text "
+        "hlodsl.import_hlo reads, and Exported.hlo_text() of an exported artifact (also "
+        "the text naming its program in compile errors); without it, import_hlo takes HLO "
+        "text and jax stages only, and those raise an ImportError naming the release",
     "jaxlib._jax.collect_garbage":
         "frees the call-stack records jaxlib keeps per execute (memory stays flat in long "
         "loops); without it, nothing is drained",
@@ -93,17 +94,6 @@ def hlo_to_stablehlo(text: str) -> bytes:
                           "pyproject.toml declares")
     module = xc.hlo.hlo_module_from_text(text)
     return _to_stablehlo(module.as_serialized_hlo_module_proto())
-
-
-def stablehlo_to_hlo_text(module: str | bytes, text_of) -> str:
-    """``text_of(computation)`` for a StableHLO/MLIR module given as text or bytecode
-    (jaxlib converts it to an XLA computation)."""
-    convert = private("jaxlib._jax.mlir.mlir_module_to_xla_computation")
-    if convert is None:
-        raise ImportError(f"jaxlib {jax.__version__} has no "
-                          "jaxlib._jax.mlir.mlir_module_to_xla_computation: import HLO text "
-                          "or a jax stage instead of StableHLO")
-    return text_of(convert(module, use_tuple_args=False, return_tuple=False))
 
 
 # -- buffers: results and host -> device ------------------------------------------------
@@ -174,3 +164,56 @@ def initialize_lapack() -> bool:
         return False
     init()
     return True
+
+
+# -- exported artifacts: StableHLO portable artifacts (hlodsl.exported) ---------------
+# jaxlib.mlir.dialects.stablehlo is the StableHLO project's own Python binding, public
+# in jaxlib (jax.export writes its artifacts with it); it is imported on first use, so
+# a process that never exports does not load MLIR's Python bindings.
+
+@functools.lru_cache(maxsize=None)
+def _stablehlo():
+    from jaxlib.mlir.dialects import stablehlo
+
+    return stablehlo
+
+
+def stablehlo_version() -> str:
+    """The newest StableHLO version this jaxlib writes and reads (``"1.17.0"``...)."""
+    return _stablehlo().get_current_version()
+
+
+def to_portable_artifact(module: bytes, target: str) -> bytes:
+    """A StableHLO module (MLIR bytecode) as a portable artifact of version ``target``:
+    versioned bytecode that later StableHLO releases read back."""
+    return _stablehlo().serialize_portable_artifact_str(module, target)
+
+
+def from_portable_artifact(artifact: bytes) -> bytes:
+    """The StableHLO module (MLIR bytecode of this release) of a portable artifact."""
+    return _stablehlo().deserialize_portable_artifact_str(artifact)
+
+
+def portable_artifact_text(artifact: bytes) -> str:
+    """A portable artifact as StableHLO's MLIR text (``func.func @main ...``)."""
+    from jaxlib.mlir import ir
+
+    stablehlo = _stablehlo()
+    context = ir.Context()
+    stablehlo.register_dialect(context)
+    with context:
+        return str(stablehlo.deserialize_portable_artifact(context, artifact))
+
+
+_to_computation = private("jaxlib._jax.mlir.mlir_module_to_xla_computation")
+
+
+def stablehlo_to_computation(module: str | bytes):
+    """The ``XlaComputation`` of a StableHLO/MLIR module (text or bytecode), which
+    prints as HLO text (``hlodsl.runtime.computation_text``)."""
+    if _to_computation is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no "
+                          "jaxlib._jax.mlir.mlir_module_to_xla_computation, which reading "
+                          "StableHLO (import_hlo of StableHLO, exported artifacts) needs; "
+                          "install a jaxlib in the range pyproject.toml declares")
+    return _to_computation(module, use_tuple_args=False, return_tuple=False)

@@ -17,6 +17,7 @@ which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import weakref
@@ -43,7 +44,8 @@ _x64 = jax.enable_x64
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
            "is_buffer", "adopt", "copy_buffer", "check_process", "wait",
-           "COMPILER_OPTIONS", "compiler_options"]
+           "COMPILER_OPTIONS", "compiler_options", "versions",
+           "portable_artifact", "artifact_module", "stablehlo_text", "artifact_mlir_text"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
 stats = {"compiles": 0}
@@ -314,6 +316,35 @@ def _initialize_lapack() -> None:
 _hlo_to_mlir = compat.hlo_to_stablehlo
 
 
+# -- exported artifacts (hlodsl.exported): HLO text <-> StableHLO portable artifacts ----
+# An artifact runs through compile_hlo like any module of ours, its StableHLO module
+# given as ``stablehlo=`` (and its HLO text, converted by jaxlib, naming it): it shares
+# the compile options, the persistent cache, LAPACK binding and the error messages.
+
+def versions() -> dict[str, str]:
+    """The runtime's versions: jax, jaxlib, and the newest StableHLO this jaxlib reads."""
+    import jaxlib
+
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__,
+            "stablehlo": compat.stablehlo_version()}
+
+
+def portable_artifact(text: str, target: str) -> bytes:
+    """HLO module text as a StableHLO portable artifact of version ``target``."""
+    return compat.to_portable_artifact(_hlo_to_mlir(text), target)
+
+
+def artifact_module(artifact: bytes) -> bytes:
+    """The StableHLO module (MLIR bytecode) of a portable artifact, as ``compile_hlo``'s
+    ``stablehlo`` takes it."""
+    return compat.from_portable_artifact(artifact)
+
+
+def artifact_mlir_text(artifact: bytes) -> str:
+    """A StableHLO portable artifact as MLIR text."""
+    return compat.portable_artifact_text(artifact)
+
+
 def hlo_opcode_enum_names() -> list[str]:
     """The names of XLA's ``HloOpcode`` enum (``kAdd``, ...) in the installed jaxlib."""
     return [n for n in dir(xc.hlo.HloOpcode) if n.startswith("k")]
@@ -369,13 +400,18 @@ def _options(num_replicas: int, num_partitions: int):
 
 
 def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
-                out_types: list[tuple[tuple[int, ...], np.dtype]] | None = None) -> Executable:
+                out_types: list[tuple[tuple[int, ...], np.dtype]] | None = None,
+                stablehlo: bytes | None = None) -> Executable:
     """Parse and compile HLO module text.
 
     One device by default; ``num_replicas`` x ``num_partitions`` devices for
     replicated (collectives) or SPMD-partitioned programs. Raises
     ``XlaCompileError`` with XLA's first complaint and the offending lines of
-    our text, never a bare XLA dump.
+    our text, never a bare XLA dump. ``stablehlo`` (the same program as MLIR
+    bytecode, an exported artifact's) is what compiles then, ``text`` only
+    names it in errors: XLA's HLO printer writes a ``-0.0`` constant as ``-0``,
+    which its parser reads back as ``0.0``, so text converted from StableHLO
+    is not the program.
     """
     be = backend()
     n = num_replicas * num_partitions
@@ -384,7 +420,8 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
         _initialize_lapack()
     devices = tuple(be.local_devices()[:n])
     try:
-        exe = _compile_and_load(be, text, devices, opts, (num_replicas, num_partitions))
+        exe = _compile_and_load(be, text, devices, opts, (num_replicas, num_partitions),
+                                stablehlo)
     except Exception as e:  # XLA raises its own runtime error type; wrap them all
         raise XlaCompileError(_explain(text, str(e), be, opts, n)) from None
     executable = Executable(exe, text, n)
@@ -394,9 +431,11 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     return executable
 
 
-def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple):
-    """XLA's executable for ``text`` on ``devices``: loaded from the persistent cache
-    (hlodsl.disk_cache) when an earlier process compiled it, else compiled and stored."""
+def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple,
+                      stablehlo: bytes | None = None):
+    """XLA's executable for ``text`` (or its ``stablehlo``) on ``devices``: loaded from
+    the persistent cache (hlodsl.disk_cache) when an earlier process compiled it, else
+    compiled and stored."""
     from . import disk_cache
 
     device_list = xc.DeviceList(devices)
@@ -408,7 +447,9 @@ def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple):
                        devices[0].device_kind,
                        tuple(d.id for d in devices), shape,
                        tuple(sorted(opts.env_option_overrides)))
-        name = disk_cache.key(text, environment)
+        # A StableHLO module is keyed by its own bytes: its HLO text may be lossy.
+        name = disk_cache.key(text if stablehlo is None else
+                              "stablehlo " + hashlib.sha256(stablehlo).hexdigest(), environment)
         data = disk_cache.load(name)
         if data is not None:
             try:
@@ -421,7 +462,8 @@ def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple):
                 warnings.warn(disk_cache.CacheWarning(
                     f"persistent compile cache: an entry could not be loaded ({e}); "
                     "compiling the module again"))
-    exe = be.compile_and_load(_hlo_to_mlir(text), device_list, opts)
+    module = _hlo_to_mlir(text) if stablehlo is None else stablehlo
+    exe = be.compile_and_load(module, device_list, opts)
     stats["compiles"] += 1
     if name is not None:
         try:
@@ -757,8 +799,10 @@ def _constant_call(text: str) -> str:
 
 
 def stablehlo_text(module: str | bytes) -> str:
-    """HLO text (with source metadata) of a StableHLO/MLIR module, text or bytecode."""
-    return compat.stablehlo_to_hlo_text(module, computation_text)
+    """HLO text (with source metadata, constants whole) of a StableHLO/MLIR module,
+    text or bytecode. XLA prints a ``-0.0`` constant as ``-0``, which reads back as
+    ``0.0``: compile the StableHLO itself (``compile_hlo(stablehlo=...)``), not this text."""
+    return computation_text(compat.stablehlo_to_computation(module))
 
 
 def check_hlo_text(text: str) -> None:

@@ -41,6 +41,7 @@ from hlodsl import runtime
 from hlodsl.compiler import compile as _compile
 from hlodsl.context import STATE
 from hlodsl.errors import HloDslError, SourceLocation
+from hlodsl.exported import MAGIC, Exported, deserialize
 from hlodsl.hlo_text import HloComputation, HloModule, Instruction, parse_module, read_type
 from hlodsl.staging import stage_types
 from hlodsl.tree import flat_treedef
@@ -93,7 +94,11 @@ def _stack_frames(text: str) -> dict[int, SourceLocation]:
 
 def _text_of(program: Any) -> str:
     """HLO text for any form ``import_hlo`` takes."""
+    if isinstance(program, Exported):
+        return program.hlo_text()
     if isinstance(program, (bytes, bytearray)):
+        if bytes(program[:len(MAGIC)]) == MAGIC:  # hd.export's bytes: checked, then read
+            return deserialize(bytes(program)).hlo_text()
         return runtime.stablehlo_text(bytes(program))
     if isinstance(program, str):
         stripped = program.lstrip()
@@ -106,8 +111,9 @@ def _text_of(program: Any) -> str:
                              f"with 'HloModule') nor MLIR; it starts {stripped[:60]!r}")
     if hasattr(program, "compiler_ir") or hasattr(program, "as_text"):
         return runtime.jax_stage_text(program)
-    raise HloImportError(f"import_hlo takes HLO text, StableHLO/MLIR text or bytecode, or a "
-                         f"jax Lowered/Compiled stage, not {type(program).__name__}")
+    raise HloImportError(f"import_hlo takes HLO text, StableHLO/MLIR text or bytecode, a "
+                         f"jax Lowered/Compiled stage, or an hd.export artifact (Exported or "
+                         f"its bytes), not {type(program).__name__}")
 
 
 def _type_of(value):
@@ -290,7 +296,8 @@ def import_hlo(program: Any, name: str | None = None) -> ImportedFunction:
 
     Args:
         program: HLO module text (as ``hd.code_hlo`` or XLA prints it),
-            StableHLO/MLIR text or bytecode, or a jax ``Lowered``/``Compiled`` stage.
+            StableHLO/MLIR text or bytecode, a jax ``Lowered``/``Compiled`` stage,
+            or an ``hd.export`` artifact (an ``Exported`` or its serialized bytes).
         name: the function's name (default: the module's).
 
     Returns:
