@@ -32,7 +32,7 @@ from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
-from .profile import profile  # noqa: F401
+from .profiler import profile  # noqa: F401
 from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .replicated import replicated  # noqa: F401
 from .sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401

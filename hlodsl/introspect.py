@@ -80,7 +80,7 @@ class CodeText(str):
     def profile(self, runs: int = 20):
         """Measured time per Python source line and per instruction: the program run
         ``runs`` times under XLA's profiler (``hlodsl.profile``; ``code_hlo`` only)."""
-        from .profile import profile
+        from .profiler import profile
 
         if self._run is None:
             raise ValueError("profile(): only the text of code_hlo(f, *args) knows the "

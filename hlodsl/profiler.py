@@ -298,7 +298,7 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     instruction and per Python source line (see the module's docstring).
 
     ``f`` is compiled as ``hd.compile`` does (an ``hd.compile``d function uses its
-    own cache entry). Two warm-up calls come first, then ``runs`` plain calls
+    own cache entry). A warm-up call comes first, then ``runs`` plain calls
     timed (``wall_ns``) and ``runs`` calls under the profiler, alternating in
     five rounds.
 
@@ -323,8 +323,7 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     def call():
         block_until_ready(compiled(*args, **kwargs))
 
-    call()
-    call()
+    call()  # warm: the first run of an executable touches its memory first
     # Plain and profiled calls alternate in rounds, so that a machine busy with other
     # work for a while slows both sides of the comparison alike.
     rounds = [runs // _ROUNDS + (k < runs % _ROUNDS) for k in range(_ROUNDS)]
