@@ -48,7 +48,7 @@ class CodeText(str):
     _memory: dict | None = None    # XLA's compiled memory statistics
     _typed: tuple | None = None    # code_typed: (rows, name, [(parameter, type)])
     _program: tuple | None = None  # code_typed: (computation, name), printed when asked
-    _run: tuple | None = None      # code_hlo: (compiled function, args, kwargs) to profile
+    _run: tuple | None = None      # code_hlo: (f, args, kwargs, passes, memory_limit)
 
     @classmethod
     def _make(cls, text: str, analysis: str | None = None, before: str | None = None,
@@ -85,7 +85,10 @@ class CodeText(str):
         if self._run is None:
             raise ValueError("profile(): only the text of code_hlo(f, *args) knows the "
                              "program and its arguments; call hd.profile(f, *args) instead")
-        f, args, kwargs = self._run
+        f, args, kwargs, passes, memory_limit = self._run
+        if passes is not None or memory_limit is not None:  # the program those passes make
+            f = compile_fn(f.fn if isinstance(f, Compiled) else f, passes=passes,
+                           memory_limit=memory_limit)
         return profile(f, *args, runs=runs, **kwargs)
 
     def passes(self):
@@ -209,10 +212,7 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=No
     """
     out = _code_hlo(f, *args, optimize=optimize, metadata=metadata, passes=passes,
                     memory_limit=memory_limit, **kwargs)
-    if passes is not None or memory_limit is not None:  # the program those passes make
-        f = compile_fn(f.fn if isinstance(f, Compiled) else f, passes=passes,
-                       memory_limit=memory_limit)
-    out._run = (f, args, kwargs)
+    out._run = (f, args, kwargs, passes, memory_limit)
     return out
 
 

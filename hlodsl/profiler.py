@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from .compiler import Compiled
 from .compiler import compile as compile_fn
-from .hlo_text import HloComputation, HloModule, Instruction, flops, line_costs, parse_module
+from .hlo_text import HloModule, Instruction, flops, line_costs, parse_module
 from .hlo_text import source_label
 from .introspect_html import Table, _esc, _code_of, human
 from .jaxlib_compat import XlaEvent, profile_events
@@ -195,15 +195,13 @@ class Profile:
         found = {i.name: i for c in module.computations for i in c.instructions}
         per_run: dict = defaultdict(lambda: defaultdict(float))  # instruction -> run -> ns
         counts: dict = defaultdict(int)
-        totals: dict = defaultdict(float)
-        run_ids = set()
+        totals: dict = defaultdict(float)  # run -> ns
         containers = {i.name for i in found.values() if i.opcode in _CONTAINERS}
         for e, own in _attributed(events, containers):
             per_run[e.instruction][e.run] += own
             counts[e.instruction] += 1
             totals[e.run] += own
-            run_ids.add(e.run)
-        n = max(1, len(run_ids))
+        n = max(1, len(totals))
         kept = _middle(totals)
         #: The time all instructions ran per call: the mean over the middle half of the runs.
         self.total_ns = sum(totals[r] for r in kept) / len(kept) if kept else 0.0
