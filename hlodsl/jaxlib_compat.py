@@ -23,6 +23,7 @@ import glob
 import importlib
 import os
 import tempfile
+import warnings
 from collections import defaultdict
 from typing import Callable, NamedTuple
 
@@ -236,23 +237,26 @@ def profile_events(run: Callable[[], None]) -> tuple[list[XlaEvent], bool]:
     starts: list = []
     ends: dict = {}
     device = False
-    for plane in data.planes if data is not None else ():
-        for line in plane.lines:
-            for e in line.events:
-                name = e.name
-                if name.startswith("end: "):
-                    ends.setdefault(name[5:], []).append(int(e.start_ns))
-                    continue
-                stats = dict(e.stats)
-                op = stats.get("hlo_op")
-                if op is None:
-                    continue
-                device |= plane.name.startswith("/device:")
-                start = int(e.start_ns)
-                starts.append((XlaEvent(str(op), str(stats.get("hlo_module", "")),
-                                        int(stats.get("run_id", -1)),
-                                        (plane.name, line.name), start, start),
-                               int(e.duration_ns)))
+    with warnings.catch_warnings():
+        # jaxlib 0.12 on Python 3.12 warns that its event_stats type has no __module__.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for plane in data.planes if data is not None else ():
+            for line in plane.lines:
+                for e in line.events:
+                    name = e.name
+                    if name.startswith("end: "):
+                        ends.setdefault(name[5:], []).append(int(e.start_ns))
+                        continue
+                    stats = dict(e.stats)
+                    op = stats.get("hlo_op")
+                    if op is None:
+                        continue
+                    device |= plane.name.startswith("/device:")
+                    start = int(e.start_ns)
+                    starts.append((XlaEvent(str(op), str(stats.get("hlo_module", "")),
+                                            int(stats.get("run_id", -1)),
+                                            (plane.name, line.name), start, start),
+                                   int(e.duration_ns)))
     if device:  # a device's own kernels: the host's launch events are not the work
         starts = [p for p in starts if p[0].thread[0].startswith("/device:")]
     for times in ends.values():
