@@ -77,8 +77,13 @@ def bindings(fn) -> tuple[Binding, ...]:
     seen: set[int] = set()
 
     def visit(f, depth: int) -> None:
-        f = getattr(f, "__wrapped__", f)  # hd.compile and functools.wraps keep the function
-        f = getattr(f, "__func__", f)     # a bound method
+        if isinstance(f, types.MethodType):
+            f = f.__func__
+        elif not isinstance(f, types.FunctionType):
+            try:  # an hd.compile'd function (or another wrapper) keeps the function
+                f = getattr(f, "__wrapped__", None)
+            except Exception:  # an object whose attributes fail: nothing to follow
+                return
         if not isinstance(f, types.FunctionType) or id(f) in seen or depth > _DEPTH:
             return
         seen.add(id(f))
@@ -87,7 +92,7 @@ def bindings(fn) -> tuple[Binding, ...]:
         values = []
         for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
             try:
-                values.append((Binding(cell, name, cell.cell_contents)))
+                values.append(Binding(cell, name, cell.cell_contents))
             except ValueError:  # a cell not filled yet
                 continue
         scope = f.__globals__
