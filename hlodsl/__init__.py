@@ -33,6 +33,7 @@ from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
 from .exported import Exported, deserialize, export  # noqa: F401
+from .profiler import profile  # noqa: F401
 from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .replicated import replicated  # noqa: F401
 from .sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401

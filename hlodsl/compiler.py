@@ -18,6 +18,7 @@ import functools
 import threading
 import warnings
 
+from .bindings import bindings, moved
 from .cache import BoundedCache
 from .errors import RecompileWarning, StaticArgumentWarning
 from .context import STATE as _STATE
@@ -194,12 +195,18 @@ class Compiled:
         self.compiles = 0  # signatures compiled so far, evicted ones included
         self._warn_at = config.recompile_warning
         self._warned_statics: set[str] = set()  # arguments warned of (StaticArgumentWarning)
+        # The global and closure variables through which staging reached a watched value
+        # (an optimiser: hlodsl.bindings); rebinding one drops the signatures staged with
+        # the old value. Empty for most functions: the call path reads one attribute.
+        self._bindings: tuple = ()
 
     def __call__(self, *args, **kwargs):
         if _STATE.builders:  # (current_builder() inlined: this is the call path)
             # Called from inside another staged function: inline it, so nested
             # calls flatten into the enclosing module.
             return self.staged_fn(*args, **kwargs)
+        if self._bindings and moved(self._bindings):
+            self._forget_staged()
         if not kwargs:
             cell = self._fast.get(tuple(map(type, args)))
             if cell is not None:
@@ -231,7 +238,9 @@ class Compiled:
                 return entry
             by_identity: list = []
             described = describe(self.fn, args, kwargs, by_identity)
+            found = bindings(self.fn)
             entry = self._compile(args, kwargs)
+            self._bindings = found  # every signature staged so far read these same values
             entry.described = described
             self._note_recompile(described)
             self._note_identity_statics(by_identity)
@@ -243,6 +252,13 @@ class Compiled:
                 self._fast[entry.fast_key] = self._entries.slot(key)
             self.compiles += 1
         return entry
+
+    def _forget_staged(self) -> None:
+        """Drop every signature: a variable the staged programs read was rebound."""
+        with self._lock:
+            if self._bindings and moved(self._bindings):
+                self._bindings = ()
+                self._entries.clear()  # its on_evict empties the fast table too
 
     #: Whether compiling many signatures warns (eager modules of stdlib functions do not:
     #: their signatures are the user's many eager calls, not a mistake).
@@ -347,6 +363,8 @@ class Compiled:
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
+        if self._bindings and moved(self._bindings):
+            self._forget_staged()
         leaves, key = self._signature(args, kwargs)
         entry = self._entries.get(key)
         if entry is None:
