@@ -21,9 +21,9 @@ from .dtypes import (  # noqa: F401  (sub-byte floats: see dtypes.py for what XL
 )
 from .settings import config  # noqa: F401
 from .errors import (  # noqa: F401
-    ArraySizeError, DonatedArrayError, DonationWarning, HloDslError, MemoryLimitError,
-    NoMethodError, RecompileWarning, ShapeError, StagingError, StaticArgumentWarning,
-    XlaCompileError,
+    ArraySizeError, DonatedArrayError, DonationWarning, ExportError, HloDslError,
+    MemoryLimitError, NoMethodError, RecompileWarning, ShapeError, StagingError,
+    StaticArgumentWarning, XlaCompileError,
 )
 from .types import ArrayType, TupleType  # noqa: F401
 from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
@@ -33,6 +33,8 @@ from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from .introspect import code_hlo, code_typed  # noqa: F401
+from .exported import Exported, deserialize, export  # noqa: F401
+from .profiler import profile  # noqa: F401
 from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .replicated import replicated  # noqa: F401
 from .sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401
@@ -48,5 +50,7 @@ from . import transforms, stdlib  # noqa: E402,F401
 from .transforms import passes  # noqa: E402,F401
 from .transforms.sharded import device_put, with_sharding_constraint  # noqa: E402,F401
 from .transforms.shard_map import shard_map  # noqa: E402,F401
+from .transforms.hlo_import import HloImportError, import_hlo  # noqa: E402,F401
+from .transforms.jax_bridge import from_jax  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from .array import _TYPES as _ARRAY_CLASSES
 from .array import ConsumedBuffer, array_class
+from .bindings import moved
 from .context import STATE
 from .errors import DonatedArrayError, staging_error
 from .printer import module_text
@@ -317,7 +318,9 @@ class CallTable:
     ``_plans`` maps the classes of a call's top-level arguments (and its keyword
     names) to a cell ``[entry, used]`` of the compiled cache (arrays only) or to a
     ``Layout``. The subclass provides ``staged_fn``, ``_lock``, ``_entries`` (the
-    compiled cache, whose ``on_evict`` calls ``forget``), ``_general(args, kwargs) ->
+    compiled cache, whose ``on_evict`` calls ``forget``), ``_bindings`` and
+    ``_forget_staged`` (``hlodsl.bindings``: the variables staging read, and dropping
+    every signature when one was rebound), ``_general(args, kwargs) ->
     (leaves, key, cell)`` (the general path: flatten, look up, compile on a miss) and
     ``_static_values(args, kwargs)`` (the positions of the top-level values that are
     static).
@@ -328,6 +331,8 @@ class CallTable:
             # Called from inside another staged function: inline it, so nested
             # calls flatten into the enclosing module.
             return self.staged_fn(*args, **kwargs)
+        if self._bindings and moved(self._bindings):  # a variable staging read was rebound
+            self._forget_staged()
         if kwargs:
             values = (*args, *kwargs.values())
             key = (tuple(kwargs), *map(type, values))

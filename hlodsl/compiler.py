@@ -19,6 +19,7 @@ import inspect
 import threading
 import warnings
 
+from .bindings import bindings, moved
 from .cache import BoundedCache
 from .call import CallTable, Entry, any_sharded, forget, run_entry, use_sharding
 from .call import _SHARDED
@@ -121,6 +122,10 @@ class Compiled(CallTable):
         self.compiles = 0  # signatures compiled so far, evicted ones included
         self._warn_at = config.recompile_warning
         self._warned_statics: set[str] = set()  # arguments warned of (StaticArgumentWarning)
+        # The global and closure variables through which staging reached a watched value
+        # (an optimiser: hlodsl.bindings); rebinding one drops the signatures staged with
+        # the old value. Empty for most functions: the call path reads one attribute.
+        self._bindings: tuple = ()
 
     @property
     def donates(self) -> bool:
@@ -163,7 +168,9 @@ class Compiled(CallTable):
                 return entry
             by_identity: list = []
             described = describe(self.fn, args, kwargs, by_identity)
+            found = bindings(self.fn)
             entry = self._compile(args, kwargs)
+            self._bindings = found  # every signature staged so far read these same values
             entry.described = described
             self._note_recompile(described)
             self._note_identity_statics(by_identity)
@@ -213,6 +220,13 @@ class Compiled(CallTable):
                 "XLA has no use for the buffer (the array stays readable). Donate the "
                 "arguments the results replace, such as parameters and optimiser state"),
                 stacklevel=5)
+
+    def _forget_staged(self) -> None:
+        """Drop every signature: a variable the staged programs read was rebound."""
+        with self._lock:
+            if self._bindings and moved(self._bindings):
+                self._bindings = ()
+                self._entries.clear()  # its on_evict empties the plans too
 
     #: Whether compiling many signatures warns (eager modules of stdlib functions do not:
     #: their signatures are the user's many eager calls, not a mistake).
@@ -318,6 +332,8 @@ class Compiled(CallTable):
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
+        if self._bindings and moved(self._bindings):
+            self._forget_staged()
         return self._general(args, kwargs)[2][0]
 
     def memory_stats(self, *args, **kwargs) -> dict[str, int]:

@@ -16,6 +16,7 @@ from .context import STATE
 
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
+    "ExportError",
     "NoMethodError", "ArraySizeError", "DonatedArrayError", "RecompileWarning",
     "StaticArgumentWarning", "DonationWarning",
     "SourceLocation", "user_location", "require",
@@ -48,6 +49,12 @@ class XlaCompileError(HloDslError):
 
 class MemoryLimitError(HloDslError, MemoryError):
     """A program cannot be made to fit its ``memory_limit`` (``hd.compile(f, memory_limit=...)``)."""
+
+
+class ExportError(HloDslError, ValueError):
+    """A program ``hd.export`` cannot export, or bytes ``hd.deserialize`` cannot read
+    (not an export, damaged, or written by a newer hlodsl or StableHLO: the message names
+    both versions)."""
 
 
 class ArraySizeError(HloDslError, ValueError):

@@ -30,6 +30,16 @@ file:line``; lines of a Jupyter cell read ``In [12], line 3``.
 [('W', 'parameter', 0), ('x', 'parameter', 0), ('dot.2', 'dot', 24), ('tanh.3', 'tanh', 4)]
 >>> [(r.label, r.instructions, r.flops, r.bytes) for r in line_costs(module)]
 [('model.py:7', 1, 24, 16), ('model.py:8', 1, 4, 16)]
+
+``hlodsl.import_hlo`` reads the values too: types, attributes and literals.
+
+>>> read_type("(f32[2,3]{1,0}, s32[])")
+TupleType([ArrayType(float32, (2, 3)), ArrayType(int32, ())])
+>>> parse_attributes('dimensions={0,1}, to_apply=%add, metadata={op_name="a, b"}')
+{'dimensions': '{0,1}', 'to_apply': '%add', 'metadata': '{op_name="a, b"}'}
+>>> read_literal("{ {1, 2}, {3, inf} }", ArrayType(from_hlo("f32"), (2, 2)))
+array([[ 1.,  2.],
+       [ 3., inf]], dtype=float32)
 """
 
 from __future__ import annotations
@@ -39,6 +49,11 @@ import sys
 from collections import Counter
 from math import prod
 from typing import NamedTuple
+
+import numpy as np
+
+from .dtypes import from_hlo
+from .types import ArrayType, TokenType, TupleType
 
 __all__ = [
     "HloComputation",
@@ -51,9 +66,13 @@ __all__ = [
     "line_costs",
     "opcode_counts",
     "parameter_paths",
+    "parse_attributes",
     "parse_module",
+    "read_literal",
+    "read_type",
     "result_bytes",
     "source_label",
+    "split_top",
 ]
 
 _ARRAY = re.compile(r"\b(pred|token|[a-z]+\d*(?:e\d+m\d+\w*)?)\[([\d,\s<=?]*)\]")
@@ -95,6 +114,7 @@ class Instruction(NamedTuple):
     attributes: str   # everything after the operands, metadata included
     root: bool
     text: str         # the whole line, stripped
+    line: int = 0     # its line number in the module text (1-based; 0 where unknown)
 
     @property
     def source(self) -> tuple[str, int] | None:
@@ -168,7 +188,7 @@ def _balanced(text: str, start: int) -> int:
     return len(text)
 
 
-def _instruction(line: str) -> Instruction | None:
+def _instruction(line: str, number: int = 0) -> Instruction | None:
     m = _INSTRUCTION.match(line)
     if m is None:
         return None
@@ -185,23 +205,9 @@ def _instruction(line: str) -> Instruction | None:
     open_ = op.end() - 1
     close = _balanced(rest, open_)
     inner = rest[open_ + 1:close - 1]
-    operands = tuple(tok.split()[-1].lstrip("%") for tok in _split_top(inner) if tok.strip())
+    operands = tuple(tok.split()[-1].lstrip("%") for tok in split_top(inner) if tok.strip())
     attributes = rest[close:].lstrip(", ")
-    return Instruction(m[2], op[1], type_, operands, attributes, bool(m[1]), line.strip())
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for k, ch in enumerate(text):
-        if ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:k])
-            start = k + 1
-    parts.append(text[start:])
-    return parts
+    return Instruction(m[2], op[1], type_, operands, attributes, bool(m[1]), line.strip(), number)
 
 
 def parse_module(text: str) -> HloModule:
@@ -209,7 +215,7 @@ def parse_module(text: str) -> HloModule:
     name, header = "module", ""
     computations: list[HloComputation] = []
     current: HloComputation | None = None
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("HloModule"):
             header = line
             name = line.split()[1].rstrip(",") if len(line.split()) > 1 else name
@@ -221,11 +227,126 @@ def parse_module(text: str) -> HloModule:
             computations.append(current)
             current = None
         else:
-            inst = _instruction(line)
+            inst = _instruction(line, number)
             if inst is not None:
                 # Operands that are literals (a constant's value) are not instructions.
                 current.instructions.append(inst)
     return HloModule(name, header, computations)
+
+
+_TYPE = re.compile(r"\s*(?:(\()|(\))|(,)|(token)\[\]|(\w+)\[([^\]]*)\](?:\{[^}]*\})?)")
+
+
+def read_type(text: str):
+    """``ArrayType``, ``TupleType`` or ``TokenType`` of an HLO type (layouts ignored)."""
+    pos = 0
+
+    def one():
+        nonlocal pos
+        m = _TYPE.match(text, pos)
+        if m is None:
+            raise ValueError(f"cannot read the type {text!r}")
+        pos = m.end()
+        if m[1]:
+            elements = []
+            while True:
+                m2 = _TYPE.match(text, pos)
+                if m2 is not None and m2[2]:
+                    pos = m2.end()
+                    return TupleType(tuple(elements))
+                if elements:
+                    m3 = _TYPE.match(text, pos)
+                    if m3 is None or not m3[3]:
+                        raise ValueError(f"cannot read the type {text!r}")
+                    pos = m3.end()
+                elements.append(one())
+        if m[4]:
+            return TokenType()
+        if m[5] is None:
+            raise ValueError(f"cannot read the type {text!r}")
+        dims = [d.strip() for d in m[6].split(",") if d.strip()]
+        if any(not d.isdigit() for d in dims):
+            raise ValueError(f"dynamic dimensions ({text}) are not supported: hlodsl shapes "
+                             "are static")
+        return ArrayType(from_hlo(m[5]), tuple(int(d) for d in dims))
+
+    return one()
+
+
+def split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets and quotes."""
+    parts, depth, start, quoted, k = [], 0, 0, False, 0
+    while k < len(text):
+        ch = text[k]
+        if quoted:
+            if ch == "\\":
+                k += 1
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+        k += 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_attributes(text: str) -> dict[str, str]:
+    """``key=value`` attributes of an instruction (values as text)."""
+    out = {}
+    for part in split_top(text):
+        key, eq, value = part.partition("=")
+        if eq:
+            out[key.strip()] = value.strip()
+    return out
+
+
+_LITERAL_TOKEN = re.compile(r"\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)|[^\s{},()]+")
+
+
+def _number(token: str):
+    t = token.lower()
+    if t in ("true", "false"):
+        return t == "true"
+    if t in ("nan", "-nan", "+nan"):
+        return float("nan")
+    if t in ("inf", "+inf", "-inf"):
+        return float(t)
+    try:
+        value = int(t)
+    except ValueError:
+        return float(t)
+    # XLA prints a float -0.0 as "-0": keep its sign (an integer type casts it to 0).
+    return -0.0 if value == 0 and t.startswith("-") else value
+
+
+def read_literal(text: str, t: ArrayType) -> np.ndarray:
+    """The value of a ``constant(...)``'s literal ``text`` as an array of type ``t``."""
+    if "..." in text:
+        raise ValueError("the constant's value was left out of the text ({...}); print the "
+                         "module with large constants")
+    values = []
+    for m in _LITERAL_TOKEN.finditer(text):
+        if m[1] is not None:
+            values.append(complex(_number(m[1]), _number(m[2])))
+        else:
+            values.append(_number(m[0]))
+    np_dtype = t.dtype.np_dtype
+    if len(values) != int(np.prod(t.shape)):
+        raise ValueError(f"the literal has {len(values)} elements, its type {t} needs "
+                         f"{int(np.prod(t.shape))}")
+    if np.dtype(np_dtype).kind in "iub":
+        out = np.array(values, dtype=object).astype(np_dtype)
+    else:
+        wide = np.complex128 if np.dtype(np_dtype).kind == "c" else np.float64
+        out = np.array(values, dtype=wide).astype(np_dtype)
+    return out.reshape(t.shape)
 
 
 def _arrays(type_: str) -> list[tuple[str, tuple[int, ...]]]:

@@ -48,6 +48,7 @@ class CodeText(str):
     _memory: dict | None = None    # XLA's compiled memory statistics
     _typed: tuple | None = None    # code_typed: (rows, name, [(parameter, type)])
     _program: tuple | None = None  # code_typed: (computation, name), printed when asked
+    _run: tuple | None = None      # code_hlo: (f, args, kwargs, passes, memory_limit)
 
     @classmethod
     def _make(cls, text: str, analysis: str | None = None, before: str | None = None,
@@ -75,6 +76,20 @@ class CodeText(str):
         from .introspect_html import line_table
 
         return line_table(parse_module(self._module_text()), limit)
+
+    def profile(self, runs: int = 20):
+        """Measured time per Python source line and per instruction: the program run
+        ``runs`` times under XLA's profiler (``hlodsl.profile``; ``code_hlo`` only)."""
+        from .profiler import profile
+
+        if self._run is None:
+            raise ValueError("profile(): only the text of code_hlo(f, *args) knows the "
+                             "program and its arguments; call hd.profile(f, *args) instead")
+        f, args, kwargs, passes, memory_limit = self._run
+        if passes is not None or memory_limit is not None:  # the program those passes make
+            f = compile_fn(f.fn if isinstance(f, Compiled) else f, passes=passes,
+                           memory_limit=memory_limit)
+        return profile(f, *args, runs=runs, **kwargs)
 
     def passes(self):
         """Instructions by opcode before and after XLA's passes (``optimize=True`` only)."""
@@ -192,8 +207,17 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=No
     the executable of its cache entry for these arguments: compiled once, and
     the one its calls run. ``passes`` and ``memory_limit`` (as ``hd.compile``
     takes them; a compiled function's own by default) show the module after
-    hlodsl's passes over the staged program.
+    hlodsl's passes over the staged program. ``.profile(runs=N)`` on the result
+    runs the program under XLA's profiler (``hlodsl.profile``).
     """
+    out = _code_hlo(f, *args, optimize=optimize, metadata=metadata, passes=passes,
+                    memory_limit=memory_limit, **kwargs)
+    out._run = (f, args, kwargs, passes, memory_limit)
+    return out
+
+
+def _code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=None,
+              memory_limit=None, **kwargs) -> CodeText:
     for flag, value in (("optimize", optimize), ("metadata", metadata)):
         if not isinstance(value, bool):
             raise TypeError(f"code_hlo: {flag} must be True or False (a bool), got {value!r} "

@@ -17,15 +17,24 @@ when a module names a private jax/jaxlib name that is not listed here.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import glob
 import importlib
+import os
+import tempfile
+import warnings
+from collections import defaultdict
+from typing import Callable, NamedTuple
 
 import jax
 import jaxlib.xla_client as xc
 
 __all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_handler",
            "device_put", "collect_garbage", "client_started", "can_bind_lapack",
-           "initialize_lapack"]
+           "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
+           "to_portable_artifact", "from_portable_artifact", "portable_artifact_text",
+           "profile_events"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -33,6 +42,11 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib._jax.mlir.hlo_to_stablehlo":
         "HLO module proto -> StableHLO bytecode, the form PJRT compiles; without it "
         "nothing compiles (an ImportError naming the jaxlib release)",
+    "jaxlib._jax.mlir.mlir_module_to_xla_computation":
+        "StableHLO/MLIR (text or bytecode) -> an XLA computation: the HLO text "
+        "hlodsl.import_hlo reads, and Exported.hlo_text() of an exported artifact (also "
+        "the text naming its program in compile errors); without it, import_hlo takes HLO "
+        "text and jax stages only, and those raise an ImportError naming the release",
     "jaxlib._jax.collect_garbage":
         "frees the call-stack records jaxlib keeps per execute (memory stays flat in long "
         "loops); without it, nothing is drained",
@@ -158,3 +172,153 @@ def initialize_lapack() -> bool:
         return False
     init()
     return True
+
+
+# -- exported artifacts: StableHLO portable artifacts (hlodsl.exported) ---------------
+# jaxlib.mlir.dialects.stablehlo is the StableHLO project's own Python binding, public
+# in jaxlib (jax.export writes its artifacts with it); it is imported on first use, so
+# a process that never exports does not load MLIR's Python bindings.
+
+@functools.lru_cache(maxsize=None)
+def _stablehlo():
+    from jaxlib.mlir.dialects import stablehlo
+
+    return stablehlo
+
+
+def stablehlo_version() -> str:
+    """The newest StableHLO version this jaxlib writes and reads (``"1.17.0"``...)."""
+    return _stablehlo().get_current_version()
+
+
+def to_portable_artifact(module: bytes, target: str) -> bytes:
+    """A StableHLO module (MLIR bytecode) as a portable artifact of version ``target``:
+    versioned bytecode that later StableHLO releases read back."""
+    return _stablehlo().serialize_portable_artifact_str(module, target)
+
+
+def from_portable_artifact(artifact: bytes) -> bytes:
+    """The StableHLO module (MLIR bytecode of this release) of a portable artifact."""
+    return _stablehlo().deserialize_portable_artifact_str(artifact)
+
+
+def portable_artifact_text(artifact: bytes) -> str:
+    """A portable artifact as StableHLO's MLIR text (``func.func @main ...``)."""
+    from jaxlib.mlir import ir
+
+    stablehlo = _stablehlo()
+    context = ir.Context()
+    stablehlo.register_dialect(context)
+    with context:
+        return str(stablehlo.deserialize_portable_artifact(context, artifact))
+
+
+_to_computation = private("jaxlib._jax.mlir.mlir_module_to_xla_computation")
+
+
+def stablehlo_to_computation(module: str | bytes):
+    """The ``XlaComputation`` of a StableHLO/MLIR module (text or bytecode), which
+    prints as HLO text (``hlodsl.runtime.computation_text``)."""
+    if _to_computation is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no "
+                          "jaxlib._jax.mlir.mlir_module_to_xla_computation, which reading "
+                          "StableHLO (import_hlo of StableHLO, exported artifacts) needs; "
+                          "install a jaxlib in the range pyproject.toml declares")
+    return _to_computation(module, use_tuple_args=False, return_tuple=False)
+
+
+# -- XLA's profiler: the events of each instruction the executable runs -----------------
+
+class XlaEvent(NamedTuple):
+    """One execution of one HLO instruction (a thunk on CPU, a kernel on a device)."""
+
+    instruction: str   # the instruction's name in the optimised module (XLA's ``hlo_op``)
+    module: str        # the module's name (``hlo_module``)
+    run: int           # which execution of the executable (``run_id``)
+    thread: tuple      # (plane, line) it started on
+    start_ns: int
+    end_ns: int        # when it completed (see profile_events)
+
+
+def _completed(starts: list, ends: dict) -> list[XlaEvent]:
+    """The events with the time they completed: XLA:CPU runs some thunks (dots,
+    convolutions, ...) asynchronously on its intra-op threads, and the thunk's own
+    event only covers launching them; the thunk executor records ``end: <name>``
+    where each completes. An execution of an instruction meets the first of its
+    ``end:`` events before the instruction's next execution starts; without one
+    (a device kernel, another release, an event the profiler dropped) the event's
+    own duration is its time."""
+    by_name: dict = defaultdict(list)
+    for e, duration in starts:
+        by_name[e.instruction].append((e, duration))
+    out = []
+    for name, group in by_name.items():
+        group.sort(key=lambda p: p[0].start_ns)
+        times = ends.get(name, [])
+        for k, (e, duration) in enumerate(group):
+            done = e.start_ns + duration
+            until = group[k + 1][0].start_ns if k + 1 < len(group) else None
+            at = bisect.bisect_left(times, e.start_ns)
+            if at < len(times) and (until is None or times[at] < until):
+                done = max(done, times[at])
+            out.append(e._replace(end_ns=done))
+    return out
+
+
+def profile_events(run: Callable[[], None]) -> tuple[list[XlaEvent], bool]:
+    """Call ``run()`` under XLA's profiler; the events that name an HLO instruction, and
+    whether they came from a device plane (``/device:...``; else from host threads).
+
+    Uses jax's public profiler (``jax.profiler.start_trace``/``stop_trace`` into a
+    temporary folder, read back with ``jax.profiler.ProfileData``): it collects
+    the runtime's own events, the same XLA runtime hlodsl executes on. Python
+    tracing is switched off, so the calls run as they would unprofiled.
+    """
+    import jax.profiler as jp
+
+    options = jp.ProfileOptions()
+    try:
+        options.python_tracer_level = 0  # our Python frames are not what is measured
+        options.host_tracer_level = 1  # XLA names its thunks at this level: fewer events
+    except AttributeError:  # a release without the options: its defaults then
+        pass
+    with tempfile.TemporaryDirectory(prefix="hlodsl-profile-") as folder:
+        try:
+            jp.start_trace(folder, profiler_options=options)
+        except RuntimeError as e:
+            raise RuntimeError(f"profile: XLA's profiler could not start ({e}); "
+                               "stop a jax.profiler trace that is running first") from None
+        try:
+            run()
+        finally:
+            jp.stop_trace()
+        files = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
+        data = jp.ProfileData.from_file(files[0]) if files else None
+    starts: list = []
+    ends: dict = {}
+    device = False
+    with warnings.catch_warnings():
+        # jaxlib 0.12 on Python 3.12 warns that its event_stats type has no __module__.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for plane in data.planes if data is not None else ():
+            for line in plane.lines:
+                for e in line.events:
+                    name = e.name
+                    if name.startswith("end: "):
+                        ends.setdefault(name[5:], []).append(int(e.start_ns))
+                        continue
+                    stats = dict(e.stats)
+                    op = stats.get("hlo_op")
+                    if op is None:
+                        continue
+                    device |= plane.name.startswith("/device:")
+                    start = int(e.start_ns)
+                    starts.append((XlaEvent(str(op), str(stats.get("hlo_module", "")),
+                                            int(stats.get("run_id", -1)),
+                                            (plane.name, line.name), start, start),
+                                   int(e.duration_ns)))
+    if device:  # a device's own kernels: the host's launch events are not the work
+        starts = [p for p in starts if p[0].thread[0].startswith("/device:")]
+    for times in ends.values():
+        times.sort()
+    return _completed(starts, ends), device

@@ -17,6 +17,7 @@ which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import weakref
@@ -43,7 +44,8 @@ _x64 = jax.enable_x64
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
            "is_buffer", "adopt", "copy_buffer", "check_process", "wait", "is_deleted",
-           "COMPILER_OPTIONS", "compiler_options"]
+           "COMPILER_OPTIONS", "compiler_options", "versions",
+           "portable_artifact", "artifact_module", "stablehlo_text", "artifact_mlir_text"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
 stats = {"compiles": 0}
@@ -323,6 +325,35 @@ def _initialize_lapack() -> None:
 _hlo_to_mlir = compat.hlo_to_stablehlo
 
 
+# -- exported artifacts (hlodsl.exported): HLO text <-> StableHLO portable artifacts ----
+# An artifact runs through compile_hlo like any module of ours, its StableHLO module
+# given as ``stablehlo=`` (and its HLO text, converted by jaxlib, naming it): it shares
+# the compile options, the persistent cache, LAPACK binding and the error messages.
+
+def versions() -> dict[str, str]:
+    """The runtime's versions: jax, jaxlib, and the newest StableHLO this jaxlib reads."""
+    import jaxlib
+
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__,
+            "stablehlo": compat.stablehlo_version()}
+
+
+def portable_artifact(text: str, target: str) -> bytes:
+    """HLO module text as a StableHLO portable artifact of version ``target``."""
+    return compat.to_portable_artifact(_hlo_to_mlir(text), target)
+
+
+def artifact_module(artifact: bytes) -> bytes:
+    """The StableHLO module (MLIR bytecode) of a portable artifact, as ``compile_hlo``'s
+    ``stablehlo`` takes it."""
+    return compat.from_portable_artifact(artifact)
+
+
+def artifact_mlir_text(artifact: bytes) -> str:
+    """A StableHLO portable artifact as MLIR text."""
+    return compat.portable_artifact_text(artifact)
+
+
 def hlo_opcode_enum_names() -> list[str]:
     """The names of XLA's ``HloOpcode`` enum (``kAdd``, ...) in the installed jaxlib."""
     return [n for n in dir(xc.hlo.HloOpcode) if n.startswith("k")]
@@ -378,13 +409,18 @@ def _options(num_replicas: int, num_partitions: int):
 
 
 def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
-                out_types: list[tuple[tuple[int, ...], np.dtype]] | None = None) -> Executable:
+                out_types: list[tuple[tuple[int, ...], np.dtype]] | None = None,
+                stablehlo: bytes | None = None) -> Executable:
     """Parse and compile HLO module text.
 
     One device by default; ``num_replicas`` x ``num_partitions`` devices for
     replicated (collectives) or SPMD-partitioned programs. Raises
     ``XlaCompileError`` with XLA's first complaint and the offending lines of
-    our text, never a bare XLA dump.
+    our text, never a bare XLA dump. ``stablehlo`` (the same program as MLIR
+    bytecode, an exported artifact's) is what compiles then, ``text`` only
+    names it in errors: XLA's HLO printer writes a ``-0.0`` constant as ``-0``,
+    which its parser reads back as ``0.0``, so text converted from StableHLO
+    is not the program.
     """
     be = backend()
     n = num_replicas * num_partitions
@@ -393,7 +429,8 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
         _initialize_lapack()
     devices = tuple(be.local_devices()[:n])
     try:
-        exe = _compile_and_load(be, text, devices, opts, (num_replicas, num_partitions))
+        exe = _compile_and_load(be, text, devices, opts, (num_replicas, num_partitions),
+                                stablehlo)
     except Exception as e:  # XLA raises its own runtime error type; wrap them all
         raise XlaCompileError(_explain(text, str(e), be, opts, n)) from None
     executable = Executable(exe, text, n)
@@ -403,9 +440,11 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     return executable
 
 
-def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple):
-    """XLA's executable for ``text`` on ``devices``: loaded from the persistent cache
-    (hlodsl.disk_cache) when an earlier process compiled it, else compiled and stored."""
+def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple,
+                      stablehlo: bytes | None = None):
+    """XLA's executable for ``text`` (or its ``stablehlo``) on ``devices``: loaded from
+    the persistent cache (hlodsl.disk_cache) when an earlier process compiled it, else
+    compiled and stored."""
     from . import disk_cache
 
     device_list = xc.DeviceList(devices)
@@ -417,7 +456,9 @@ def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple):
                        devices[0].device_kind,
                        tuple(d.id for d in devices), shape,
                        tuple(sorted(opts.env_option_overrides)))
-        name = disk_cache.key(text, environment)
+        # A StableHLO module is keyed by its own bytes: its HLO text may be lossy.
+        name = disk_cache.key(text if stablehlo is None else
+                              "stablehlo " + hashlib.sha256(stablehlo).hexdigest(), environment)
         data = disk_cache.load(name)
         if data is not None:
             try:
@@ -430,7 +471,8 @@ def _compile_and_load(be, text: str, devices: tuple, opts, shape: tuple):
                 warnings.warn(disk_cache.CacheWarning(
                     f"persistent compile cache: an entry could not be loaded ({e}); "
                     "compiling the module again"))
-    exe = be.compile_and_load(_hlo_to_mlir(text), device_list, opts)
+    module = _hlo_to_mlir(text) if stablehlo is None else stablehlo
+    exe = be.compile_and_load(module, device_list, opts)
     stats["compiles"] += 1
     if name is not None:
         try:
@@ -721,3 +763,102 @@ def cost_analysis(exe: Executable) -> dict[str, float]:
     """XLA's cost estimate of a compiled program, per device: ``flops`` and
     ``bytes accessed`` among others."""
     return dict(exe._exe.cost_analysis())
+
+
+# -- programs from elsewhere: HLO text for hlodsl.import_hlo ------------------------------
+
+_ELIDED = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)")
+_CONSTANT_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*\bconstant\(")
+
+
+def computation_text(computation) -> str:
+    """HLO text of an ``XlaComputation`` with its source metadata and whole constants.
+
+    ``as_hlo_module().to_string()`` keeps each instruction's stack frame (the
+    producer's file and line) but elides large constants as ``{...}``;
+    ``as_hlo_text(print_large_constants=True)`` prints them but no metadata. The
+    same module prints the same names in both, so elided constants are filled in.
+    """
+    text = computation.as_hlo_module().to_string()
+    if "{...}" not in text:
+        return text
+    full = {}
+    for line in computation.as_hlo_text(print_large_constants=True).splitlines():
+        m = _CONSTANT_LINE.match(line)
+        if m:
+            full[m[1]] = line[line.index("constant("):]
+    out = []
+    for line in text.splitlines():
+        m = _ELIDED.match(line)
+        if m and m[1] in full:
+            line = line.replace("constant({...})", _constant_call(full[m[1]]))
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _constant_call(text: str) -> str:
+    """``constant(...)`` with balanced parentheses from the start of ``text``."""
+    depth = 0
+    for k, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and ch == ")":
+            return text[:k + 1]
+    return text
+
+
+def stablehlo_text(module: str | bytes) -> str:
+    """HLO text (with source metadata, constants whole) of a StableHLO/MLIR module,
+    text or bytecode. XLA prints a ``-0.0`` constant as ``-0``, which reads back as
+    ``0.0``: compile the StableHLO itself (``compile_hlo(stablehlo=...)``), not this text."""
+    return computation_text(compat.stablehlo_to_computation(module))
+
+
+def check_hlo_text(text: str) -> None:
+    """Raise ``ValueError`` with XLA's own message where ``text`` is not a valid HLO module."""
+    try:
+        xc.hlo.hlo_module_from_text(text)
+    except Exception as e:  # noqa: BLE001 (XLA raises its own status error types)
+        raise ValueError(str(e)) from None
+
+
+def lower_jax(fn, args: tuple):
+    """``fn`` lowered by ``jax.jit`` on arrays like ``args`` (a pytree of arrays).
+
+    Returns ``(hlo_text, flatten, unflatten)``: the module's text with source
+    metadata, a function from arguments structured as ``args`` to the module's
+    parameter list, and one from the module's results to ``fn``'s output
+    structure. Unused arguments stay parameters (``keep_unused``), so the
+    parameter list is always the flattened arguments.
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    specs = [jax.ShapeDtypeStruct(tuple(leaf.type.shape), leaf.type.dtype.np_dtype)
+             if hasattr(leaf, "type") else
+             jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf)) for leaf in leaves]
+
+    @functools.wraps(fn)  # jax names the module and its op_names after fn
+    def flat_fn(*flat):
+        return fn(*jax.tree_util.tree_unflatten(treedef, flat))
+
+    lowered = jax.jit(flat_fn, keep_unused=True).lower(*specs)
+    out_tree = lowered.out_tree
+
+    def flatten(call_args: tuple) -> list:
+        flat, tree = jax.tree_util.tree_flatten(call_args)
+        if tree != treedef:
+            raise TypeError(f"arguments structured as {tree}, but the jax function was "
+                            f"imported for {treedef}")
+        return flat
+
+    def unflatten(results):
+        flat = list(results) if isinstance(results, tuple) else [results]
+        return jax.tree_util.tree_unflatten(out_tree, flat)
+
+    return computation_text(lowered.compiler_ir("hlo")), flatten, unflatten
+
+
+def jax_stage_text(stage) -> str:
+    """HLO text of a jax ``Lowered`` or ``Compiled`` stage (the latter optimised by XLA)."""
+    if hasattr(stage, "compiler_ir"):
+        return computation_text(stage.compiler_ir("hlo"))
+    return stage.as_text()

@@ -35,7 +35,7 @@ from hlodsl.types import ArrayType, TokenType, TupleType
 
 from ._checks import check_permutation, dims_text, flag
 
-__all__ = ["CustomCall", "register_custom_call_target"]
+__all__ = ["CustomCall", "is_known_target", "register_custom_call_target"]
 
 _API_VERSIONS = ("API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
                  "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI")
@@ -215,6 +215,16 @@ def register_custom_call_target(target: str, rule: Callable) -> None:
     >>> del _TARGET_RULES["in_place_kernel"]
     """
     _TARGET_RULES[target] = rule
+
+
+def is_known_target(target: str) -> bool:
+    """Whether a rule says what ``target`` writes (``register_custom_call_target``): the
+    targets hlodsl calls itself, which ``hlodsl.import_hlo`` imports.
+
+    >>> is_known_target("no_such_kernel")
+    False
+    """
+    return target in _TARGET_RULES
 
 
 # -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------

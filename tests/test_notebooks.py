@@ -45,6 +45,7 @@ def _check_introspection_outputs(nb) -> None:
     text, page = "\n".join(texts), "\n".join(html)
     assert "], line 3" in text and "grad of In [" in text and "params[0]['weight']" in text
     assert "<details" in page and "Cost by Python source line" in page
+    assert "Measured time by Python source line" in page and "of the time" in text
     assert "before and after" in page and "digraph" in text + page
     if shutil.which("dot"):
         assert "<svg" in page

@@ -19,10 +19,13 @@ from .flow import StaleSourceWarning, convert
 from . import passes  # noqa: E402  (hands compile its pass pipeline)
 from . import sharded  # noqa: E402,F401  (hands compile its partitioned programs)
 from .shard_map import shard_map  # noqa: E402
+from .hlo_import import HloImportError, import_hlo  # noqa: E402
+from .jax_bridge import from_jax  # noqa: E402
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "custom_vjp",
            "custom_jvp", "cond", "switch", "while_loop", "fori_loop", "scan", "convert",
-           "StaleSourceWarning", "vmap", "passes", "shard_map"]
+           "StaleSourceWarning", "vmap", "passes", "shard_map", "import_hlo", "from_jax",
+           "HloImportError"]
 
 # hd.compile converts Python control flow on arrays with this step.
 _compiler.use_conversion(convert)

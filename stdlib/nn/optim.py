@@ -28,6 +28,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from hlodsl.array import Array, array
+from hlodsl.bindings import watch_rebinding
 from hlodsl.dtypes import Bool, ComplexFloating, Inexact, complex128, float32, float64
 from hlodsl.errors import ShapeError
 from hlodsl.transforms.structures import leaf_paths
@@ -44,10 +45,20 @@ __all__ = ["Optimizer", "sgd", "adam", "tree_map"]
 
 
 class Optimizer(NamedTuple):
-    """``init(params) -> state`` and ``update(grads, state, params) -> (params, state)``."""
+    """``init(params) -> state`` and ``update(grads, state, params) -> (params, state)``.
+
+    A compiled step that reaches an optimiser through a global or closure
+    variable stages again when that variable is rebound (``opt = nn.adam(0.01)``
+    after a first call): the new hyperparameters are honoured (``hlodsl.bindings``).
+    """
 
     init: Callable
     update: Callable
+
+
+# Its hyperparameters are Python numbers baked into the staged step: a rebound
+# optimiser must recompile the steps that used the old one.
+watch_rebinding(Optimizer)
 
 
 def _zeros_like(p: Array) -> Array:

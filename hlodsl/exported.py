@@ -1,0 +1,510 @@
+"""Exported programs: a staged function saved as versioned bytes that run elsewhere.
+
+``export(f, *args)`` stages ``f`` for the types of ``args`` (arrays, or
+``hd.ArrayType``s in their place) into an ``Exported``: the program as a
+StableHLO portable artifact, and what calling it needs (the structure of the
+arguments and results, the type of every array in them, their shardings).
+``Exported.serialize()`` gives bytes; ``deserialize(data)`` gives back an
+``Exported`` that runs in a fresh process, without the Python source of ``f``.
+
+>>> import numpy as np, hlodsl as hd
+>>> def f(x, y):
+...     return {"sum": x + y, "max": hd.stdlib.max(x)}
+>>> exported = hd.export(f, hd.ArrayType(hd.float32, (2,)), hd.array(np.float32([1, 2])))
+>>> exported
+Exported(f(x: f32[2], y: f32[2]) -> {'sum': f32[2], 'max': f32[]})
+>>> g = hd.deserialize(exported.serialize())
+>>> g(hd.array(np.float32([1, 5])), hd.array(np.float32([1, 2])))["sum"]
+hlodsl.Array[float32, (2,)]([2., 7.])
+
+The bytes (integers little-endian) are::
+
+    magic     8 bytes   b"HLODSLX\\n"
+    format    uint16    FORMAT: the version of this layout
+    length    uint32    the length of the metadata
+    metadata  JSON      versions, structure, types, shardings, the artifact's digest
+    artifact  bytes     the StableHLO portable artifact (versioned MLIR bytecode)
+
+Every future format keeps magic, format, length and a JSON object with
+``"versions"`` first, so that any hlodsl can say which hlodsl wrote bytes it
+cannot read. The artifact is what StableHLO's own tools read
+(``stablehlo-translate --deserialize``; ``Exported.artifact()`` gives it alone).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import threading
+
+import attrs
+
+from .array import Array, array_class
+from .compiler import Compiled, _convert, any_sharded, build_entry
+from .dtypes import element_type
+from .errors import ExportError
+from .printer import module_text
+from .staging import stage
+from .tree import LEAF, _Static, flatten, leaf_paths, unflatten
+from .types import ArrayType
+
+__all__ = ["export", "deserialize", "Exported", "FORMAT", "MAGIC", "TARGET"]
+
+MAGIC = b"HLODSLX\n"
+#: The layout of the bytes ``serialize`` writes; ``deserialize`` reads this one only
+#: (format 1 is the first: there is no older one to read yet).
+FORMAT = 1
+_HEADER = struct.Struct("<8sHI")
+
+#: The StableHLO version artifacts are written for: that of jaxlib 0.10.2, the oldest
+#: release hlodsl supports, so an artifact written on any supported stack loads on
+#: every other (StableHLO reads older versions for years; newer ones not at all).
+TARGET = "1.17.0"
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split(".") if p.isdigit())
+
+
+def _hlodsl_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("hlodsl")
+    except metadata.PackageNotFoundError:  # run from a source tree
+        return "unknown"
+
+
+# -- structures as JSON -------------------------------------------------------------
+# An exported program is called without the Python that made it, so its structures
+# are the ones JSON can say: tuples, lists, dicts with string keys, arrays (by type),
+# and static values that JSON holds exactly (floats as hex, so -0.0 and nan survive).
+
+def _static_json(value, where: str, name: str):
+    if value is None or type(value) in (bool, int, str):
+        return {"static": value}
+    if type(value) is float:
+        return {"float": value.hex()}
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise ExportError(
+        f"export({name}): {where} is a static {type(value).__name__} value ({shown}), which "
+        "an exported program cannot keep: it is called without the Python source, so "
+        "non-array values must be None, bool, int, float or str (pass other values as "
+        "arrays, or bind them into the function with functools.partial)")
+
+
+def _tree_json(td, where: str, name: str):
+    """The JSON of a treedef; ``where`` names the place in errors."""
+    if td is LEAF:
+        return "array"
+    if isinstance(td, _Static):
+        return _static_json(td.value, where, name)
+    kind = td[0]
+    if kind is tuple or kind is list:
+        return {kind.__name__: [_tree_json(c, f"{where}[{i}]", name)
+                                for i, c in enumerate(td[1])]}
+    if kind is dict and len(td) == 3:
+        return {"dict": [[k, _tree_json(c, f"{where}[{k!r}]", name)]
+                         for k, c in zip(td[1], td[2])]}
+    what = ("a dict with non-string keys" if kind is dict else
+            f"a {(td[1] if kind is attrs else kind).__name__} instance")
+    raise ExportError(
+        f"export({name}): {where} is {what}; an exported program is called without the "
+        "Python source, so its arguments and results are arrays in tuples, lists and "
+        "dicts with string keys (attrs.asdict or namedtuple._asdict turn a class into one)")
+
+
+def _in_tree_json(tree, params: list[str], name: str):
+    """The JSON of the treedef of ``(args, kwargs)``, errors naming arguments by name."""
+    args_td, kwargs_td = tree[1]
+    args = [_tree_json(c, "argument " + (params[i] if i < len(params) else f"args[{i}]"), name)
+            for i, c in enumerate(args_td[1])]
+    kwargs = [[k, _tree_json(c, f"argument {k}", name)] for k, c in zip(kwargs_td[1], kwargs_td[2])]
+    return {"tuple": [{"tuple": args}, {"dict": kwargs}]}
+
+
+def _positional_names(fn, n: int) -> list[str]:
+    """Names of ``fn``'s first ``n`` positional arguments (``args[i]`` for ``*args``)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    names: list[str] = []
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            names += [f"{p.name}[{j}]" for j in range(n - len(names))]
+    return names
+
+
+def _tree_from_json(j):
+    if j == "array":
+        return LEAF
+    if "static" in j:
+        return _Static(j["static"])
+    if "float" in j:
+        return _Static(float.fromhex(j["float"]))
+    if "tuple" in j or "list" in j:
+        kind = tuple if "tuple" in j else list
+        return (kind, tuple(_tree_from_json(c) for c in j[kind.__name__]))
+    keys = tuple(k for k, _ in j["dict"])
+    return (dict, keys, tuple(_tree_from_json(c) for _, c in j["dict"]))
+
+
+def _type_json(t: ArrayType) -> dict:
+    return {"dtype": t.dtype.np_dtype.name, "shape": list(t.shape)}
+
+
+def _type_from_json(j: dict) -> ArrayType:
+    return ArrayType(element_type(j["dtype"]), tuple(j["shape"]))
+
+
+# -- the exported program -------------------------------------------------------------
+
+class Exported:
+    """A program exported by ``export`` or read back by ``deserialize``; call it like
+    the function it was exported from, with arguments of the exported types.
+
+    ``in_types``/``out_types`` are the arrays' types in flattening order,
+    ``in_paths``/``out_paths`` their names (``params['w']``, ``out[1]``),
+    ``in_shardings``/``out_shardings`` their layouts (None: one device),
+    ``donated`` the indices of donated arguments (none: hlodsl does not donate),
+    ``versions`` the hlodsl, jax, jaxlib and StableHLO versions that wrote it.
+    """
+
+    def __init__(self, name: str, in_tree, in_types: tuple, in_paths: tuple, out_tree,
+                 out_types: tuple, artifact: bytes, versions: dict, platform: str):
+        self.name = name
+        self.in_tree, self.in_types, self.in_paths = in_tree, tuple(in_types), tuple(in_paths)
+        self.out_tree, self.out_types = out_tree, tuple(out_types)
+        self.out_paths = tuple(leaf_paths(out_tree, "out"))
+        self.in_shardings = (None,) * len(self.in_types)
+        self.out_shardings = (None,) * len(self.out_types)
+        self.donated: tuple[int, ...] = ()
+        self.versions = dict(versions)
+        self.platform = platform
+        self._artifact = artifact
+        self._in_classes = tuple(array_class(t) for t in self.in_types)
+        self._exe = None
+        self._lock = threading.Lock()
+
+    # -- what the program is ---------------------------------------------------------
+
+    def artifact(self) -> bytes:
+        """The StableHLO portable artifact alone (what ``stablehlo-translate
+        --deserialize`` and jaxlib's ``stablehlo.deserialize_portable_artifact`` read)."""
+        return self._artifact
+
+    def mlir_text(self) -> str:
+        """The program as StableHLO MLIR text (``func.func @main(...)``)."""
+        from .runtime import artifact_mlir_text
+
+        return artifact_mlir_text(self._artifact)
+
+    def hlo_text(self) -> str:
+        """The program as HLO module text, converted from its StableHLO by jaxlib (what
+        ``hd.import_hlo`` reads). XLA's printer writes a ``-0.0`` constant as ``-0``, which
+        its parser reads as ``0.0``: calls compile the StableHLO itself, not this text."""
+        from .runtime import artifact_module, stablehlo_text
+
+        return stablehlo_text(artifact_module(self._artifact))
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{p}: {t}" for p, t in zip(self.in_paths, self.in_types))
+        outs = unflatten(self.out_tree, [_Shown(t) for t in self.out_types])
+        return f"Exported({self.name}({ins}) -> {outs!r})"
+
+    # -- bytes -------------------------------------------------------------------------
+
+    def serialize(self) -> bytes:
+        """The versioned bytes of this program (see the module's docstring)."""
+        meta = {
+            "versions": self.versions,
+            "name": self.name,
+            "platform": self.platform,
+            "in_tree": _in_tree_json(self.in_tree, [], self.name),
+            "in_types": [_type_json(t) for t in self.in_types],
+            "in_paths": list(self.in_paths),
+            "in_shardings": list(self.in_shardings),
+            "out_tree": _tree_json(self.out_tree, "result out", self.name),
+            "out_types": [_type_json(t) for t in self.out_types],
+            "out_shardings": list(self.out_shardings),
+            "donated": list(self.donated),
+            "artifact": {"bytes": len(self._artifact),
+                         "sha256": hashlib.sha256(self._artifact).hexdigest()},
+        }
+        data = json.dumps(meta, sort_keys=True).encode()
+        return _HEADER.pack(MAGIC, FORMAT, len(data)) + data + self._artifact
+
+    def __reduce__(self):  # pickles as its bytes: the executable stays in this process
+        return (deserialize, (self.serialize(),))
+
+    # -- calling ---------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        leaves, tree = flatten((args, kwargs))
+        if tree != self.in_tree:  # numbers given for arrays (np.float32(3), 0.5)? lift them
+            lifted = _lift(self.in_tree, (args, kwargs), iter(self.in_types))
+            leaves, lifted_tree = flatten(lifted)
+            if lifted_tree != self.in_tree:
+                raise TypeError(self._structure_error(*flatten((args, kwargs))))
+        if tuple(map(type, leaves)) != self._in_classes:
+            self._check_leaves(leaves)
+        for path, a in zip(self.in_paths, leaves):
+            if a._buf is None:
+                raise TypeError(f"{self.name} (exported): argument {path} is a symbolic array: "
+                                "an exported program runs on arrays, not inside hd.compile or "
+                                "a transformation (its hlo_text() is the program to import "
+                                "for that)")
+        outs = self._executable().execute([a._buf for a in leaves])
+        return unflatten(self.out_tree, [Array._from_buffer(b, t)
+                                         for b, t in zip(outs, self.out_types)])
+
+    def _check_leaves(self, leaves) -> None:
+        for path, a, t in zip(self.in_paths, leaves, self.in_types):
+            if not isinstance(a, Array):
+                raise TypeError(f"{self.name} (exported): argument {path} must be an array "
+                                f"of type {t}, got {type(a).__name__}")
+            if a.type != t:
+                raise TypeError(f"{self.name} (exported): argument {path} must be {t} as "
+                                f"exported, got {a.type}")
+            if getattr(type(a), "_sharded", False):
+                raise TypeError(f"{self.name} (exported): argument {path} is sharded over "
+                                "several devices; the program was exported for one device")
+
+    def _structure_error(self, leaves, tree) -> str:
+        expected = ", ".join(f"{p}: {t}" for p, t in zip(self.in_paths, self.in_types))
+        got_paths = leaf_paths(tree[1][0], "args") + [
+            p for k, c in zip(tree[1][1][1], tree[1][1][2]) for p in leaf_paths(c, str(k))]
+        got = ", ".join(f"{p}: {getattr(a, 'type', type(a).__name__)}"
+                        for p, a in zip(got_paths, leaves))
+        statics = _statics(self.in_tree)
+        return (f"{self.name} (exported): the arguments' structure differs from the exported "
+                f"one. Exported: {len(self.in_types)} array(s) ({expected})"
+                + (f" and static values {statics}" if statics else "")
+                + f"; got {len(leaves)} array(s) ({got})"
+                + (f" and static values {_statics(tree)}" if _statics(tree) else ""))
+
+    def _executable(self):
+        exe = self._exe
+        if exe is None:
+            with self._lock:
+                if self._exe is None:
+                    self._exe = self._compile()
+                exe = self._exe
+        return exe
+
+    def _compile(self):
+        from .runtime import artifact_module, compile_hlo, platform, stablehlo_text
+
+        module = artifact_module(self._artifact)
+        # The text names the program in errors and shows its custom calls; the StableHLO
+        # module is what compiles (compile_hlo says why).
+        text = stablehlo_text(module)
+        here = platform()
+        if here != self.platform and "custom-call" in text:
+            raise ExportError(
+                f"{self.name} (exported): it was exported on {self.platform} and calls "
+                f"{self.platform} kernels (custom calls), which {here} lacks; export it "
+                f"again on {here}")
+        return compile_hlo(text, out_types=[(t.shape, t.dtype.np_dtype)
+                                            for t in self.out_types], stablehlo=module)
+
+
+class _Shown:
+    """A type shown without quotes in a structure's repr."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __repr__(self) -> str:
+        return str(self.t)
+
+
+def _count(tree) -> int:
+    """The number of arrays in a treedef."""
+    if tree is LEAF:
+        return 1
+    if isinstance(tree, _Static):
+        return 0
+    return sum(_count(c) for c in (tree[2] if tree[0] is dict else tree[1]))
+
+
+_KINDS = {bool: "b", int: "biuf", float: "f", complex: "c"}  # Python number -> numpy kinds
+
+
+def _lift(tree, x, types):
+    """``x`` with each number where ``tree`` holds an array made an array: a numpy scalar
+    as it is, a Python number as the exported type if of its kind (an int for a float
+    array, as hd.compile's weak typing). ``types`` iterates the arrays' types in order."""
+    import numpy as np
+
+    from .array import array
+
+    if tree is LEAF:
+        t = next(types)
+        if isinstance(x, np.generic):
+            return array(x)
+        if type(x) in _KINDS and t.dtype.np_dtype.kind in _KINDS[type(x)]:
+            return array(np.asarray(x, t.dtype.np_dtype))
+        return x
+    if isinstance(tree, _Static):
+        return x
+    kind = tree[0]
+    if kind in (tuple, list) and type(x) is kind and len(x) == len(tree[1]):
+        return kind(_lift(c, v, types) for c, v in zip(tree[1], x))
+    if kind is dict and type(x) is dict and tuple(x) == tree[1]:
+        return {k: _lift(c, x[k], types) for k, c in zip(tree[1], tree[2])}
+    for _ in range(_count(tree)):  # a structure that differs: the call will say so
+        next(types)
+    return x
+
+
+def _statics(tree) -> list:
+    """The static values of a treedef, in order."""
+    if isinstance(tree, _Static):
+        return [tree.value]
+    if tree is LEAF:
+        return []
+    kind = tree[0]  # a call's tree may hold attrs classes and namedtuples too
+    children = tree[3] if kind is attrs else tree[2] if kind is dict else tree[1]
+    return [v for c in children for v in _statics(c)]
+
+
+# -- export --------------------------------------------------------------------------
+
+def _abstract(x):
+    """``x`` with every ``ArrayType`` in tuples, lists and dicts as an array of that type
+    holding no data (staging reads only types)."""
+    if isinstance(x, ArrayType):
+        return Array._from_buffer(None, x)
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_abstract(v) for v in x)
+    if t is dict:
+        return {k: _abstract(v) for k, v in x.items()}
+    return x
+
+
+def export(f, *args, **kwargs) -> Exported:
+    """Stage ``f`` for these arguments' types into an ``Exported`` program.
+
+    Arrays in the arguments (in tuples, lists and dicts) may be given as
+    ``hd.ArrayType(dtype, shape)``: only their types are read. Every other
+    value is static: it is staged into the program, and a call of the exported
+    program must pass the same value (None, bool, int, float or str). ``f``
+    may be an ``hd.compile``d function: its passes or memory limit rewrite the
+    program first, as its calls would run it.
+
+    >>> import hlodsl as hd
+    >>> e = hd.export(lambda w, x: w @ x, hd.ArrayType(hd.float32, (3, 4)),
+    ...               hd.ArrayType(hd.float32, (4,)))
+    >>> e.in_types, e.out_types
+    ((ArrayType(float32, (3, 4)), ArrayType(float32, (4,))), (ArrayType(float32, (3,)),))
+    """
+    from .runtime import platform, portable_artifact, versions
+
+    if not callable(f):
+        raise TypeError(f"export: f must be a callable (the function to export), got "
+                        f"{type(f).__name__}; call it as export(f, *args)")
+    name = f.name if isinstance(f, Compiled) else getattr(f, "__name__", "f")
+    args, kwargs = _abstract(args), _abstract(kwargs)
+    leaves, in_tree = flatten((args, kwargs))
+    if any_sharded(leaves) or isinstance(f, Compiled) and f.sharded:
+        raise ExportError(f"export({name}): programs over several devices (sharded arguments "
+                          "or shardings) cannot be exported yet; export the one-device program")
+    # Checked before staging (which may fail on such arguments less clearly).
+    _in_tree_json(in_tree, _positional_names(f.fn if isinstance(f, Compiled) else f,
+                                             len(args)), name)
+    fn = f.staged_fn if isinstance(f, Compiled) else _convert(f)
+    staged = stage(fn, args, kwargs, name)
+    if isinstance(f, Compiled) and (f.passes is not None or f.memory_limit is not None):
+        staged = build_entry(staged, name, f.passes, f.memory_limit).staged
+    for t in staged.out_types:
+        if not isinstance(t, ArrayType):
+            raise ExportError(f"export({name}): a program can only return arrays, not {t}")
+    _tree_json(staged.out_tree, "result out", name)
+    text = module_text(staged.computation, name)
+    if "xla.sdy." in text:
+        raise ExportError(f"export({name}): the program annotates shardings; programs over "
+                          "several devices cannot be exported yet")
+    current = versions()
+    target = min(TARGET, current["stablehlo"], key=_version_tuple)
+    artifact = portable_artifact(text, target)
+    names = staged.computation.param_names
+    return Exported(name, in_tree, staged.in_types, names, staged.out_tree, staged.out_types,
+                    artifact, {"hlodsl": _hlodsl_version(), **current, "stablehlo": target},
+                    platform())
+
+
+# -- deserialize ---------------------------------------------------------------------
+
+def deserialize(data: bytes) -> Exported:
+    """The ``Exported`` program of bytes ``Exported.serialize`` wrote, here or in another
+    process, by this hlodsl or an older one.
+
+    Bytes of a newer format, or whose StableHLO is newer than this jaxlib reads,
+    raise ``ExportError`` naming both versions; damaged bytes say what is wrong.
+
+    >>> import hlodsl as hd
+    >>> deserialize(b"PK\\x03\\x04 a zip file")
+    Traceback (most recent call last):
+    hlodsl.errors.ExportError: deserialize: these bytes are not an exported hlodsl program ...
+    """
+    from .runtime import versions
+
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    if not isinstance(data, bytes):
+        raise TypeError(f"deserialize: data must be bytes (what Exported.serialize() "
+                        f"returns), got {type(data).__name__}")
+    if len(data) < _HEADER.size or data[:len(MAGIC)] != MAGIC:
+        raise ExportError(f"deserialize: these bytes are not an exported hlodsl program (they "
+                          f"start {data[:8]!r}, not {MAGIC!r}); Exported.serialize() makes them")
+    _, fmt, length = _HEADER.unpack_from(data)
+    meta = _metadata(data, length)
+    here = {"hlodsl": _hlodsl_version(), **versions()}
+    wrote = meta.get("versions", {}) if isinstance(meta, dict) else {}
+    if fmt != FORMAT:
+        raise ExportError(
+            f"deserialize: the bytes are in export format {fmt}, written by hlodsl "
+            f"{wrote.get('hlodsl', '(unknown)')}; this hlodsl ({here['hlodsl']}) reads format "
+            f"{FORMAT}" + (": upgrade hlodsl to load them" if fmt > FORMAT else ""))
+    if meta is None:
+        raise ExportError("deserialize: the metadata of these bytes is not valid JSON "
+                          "(truncated or damaged)")
+    artifact = data[_HEADER.size + length:]
+    expected = meta["artifact"]
+    if len(artifact) != expected["bytes"] or \
+            hashlib.sha256(artifact).hexdigest() != expected["sha256"]:
+        raise ExportError(f"deserialize: the program's {expected['bytes']} bytes are damaged "
+                          f"or truncated ({len(artifact)} bytes, digest differs)")
+    need = wrote["stablehlo"]
+    if _version_tuple(need) > _version_tuple(here["stablehlo"]):
+        raise ExportError(
+            f"deserialize: the program is StableHLO {need} (written by hlodsl "
+            f"{wrote.get('hlodsl')} with jaxlib {wrote.get('jaxlib')}); this jaxlib "
+            f"({here['jaxlib']}) reads StableHLO up to {here['stablehlo']}: upgrade jaxlib")
+    in_tree = _tree_from_json(meta["in_tree"])
+    out_tree = _tree_from_json(meta["out_tree"])
+    in_types = [_type_from_json(t) for t in meta["in_types"]]
+    out_types = [_type_from_json(t) for t in meta["out_types"]]
+    if any(s is not None for s in meta["in_shardings"] + meta["out_shardings"]):
+        raise ExportError("deserialize: the program is sharded over several devices, which "
+                          "this hlodsl does not run from an export")
+    return Exported(meta["name"], in_tree, in_types, meta["in_paths"], out_tree, out_types,
+                    artifact, wrote, meta["platform"])
+
+
+def _metadata(data: bytes, length: int):
+    """The JSON metadata of serialized bytes, or None where it is not readable."""
+    try:
+        meta = json.loads(data[_HEADER.size:_HEADER.size + length].decode())
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("versions", {}), dict) \
+        else None
