@@ -36,7 +36,7 @@ from .tree import static_key
 from .types import ArrayType, TokenType, TupleType
 
 __all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "observed_call",
-           "use_eager"]
+           "use_eager", "op_class"]
 
 # The graph's opcode table (the builder makes parameters and constants from it).
 _REGISTRY = OPCODES
@@ -161,6 +161,20 @@ def _named_converter(op: str, field: str, convert):
 def registry() -> dict[str, type]:
     """Opcode name -> op class, for every registered op (a copy)."""
     return dict(_REGISTRY)
+
+
+def op_class(opcode: str) -> type:
+    """The registered op class of ``opcode``: how shared helpers (``hlodsl.ops._ad``,
+    ``_batch``) build ops without importing the modules that define them.
+
+    >>> op_class("add").__name__
+    'Add'
+    """
+    try:
+        return _REGISTRY[opcode]
+    except KeyError:
+        raise LookupError(f"no op is registered with opcode {opcode!r} (is hlodsl.ops "
+                          "imported?)") from None
 
 
 class HloOp:
