@@ -186,7 +186,7 @@ def _package_graph(package: str) -> dict[str, set[str]]:
     graphs), function-level ones included; a package's ``__init__`` is left out: it
     gathers its modules (``from .x import y`` names a module, not the package).
     Imports under ``if TYPE_CHECKING:`` only name types for annotations: not counted."""
-    inside = {m for m in MODULES if m.rpartition(".")[0] == package}
+    inside = {m for m in MODULES if m.rpartition(".")[0] == package and not _is_package(m)}
     return {m: {t for t, _ in imports(m, run_time_only=True) if t in inside} for m in inside}
 
 
@@ -201,6 +201,28 @@ def test_no_import_cycle_inside_the_core_or_the_ops(package):
                 for m in c for t, line in imports(m, run_time_only=True) if t in c}))
         for c in cycles)
     assert not cycles, f"import cycles inside {package}:\n{shown}"
+
+
+def _drawn_floors() -> list[list[str]]:
+    """The core's floors as docs/index.md draws them, lowest first: each line of the
+    drawing names its modules (``x.py``; the bottom line, bare names)."""
+    page = (ROOT / "docs" / "index.md").read_text()
+    drawing = page.split("### Floors inside the core", 1)[1].split("```")[1]
+    floors = []
+    for line in drawing.strip("\n").splitlines():
+        names = re.findall(r"\b([a-z_]+)\.py\b", line) or re.findall(r"[a-z_]+", line)
+        floors.append([f"hlodsl.{n}" for n in names])
+    return floors[::-1]
+
+
+def test_the_core_floors_drawn_in_the_docs_hold():
+    floors = _drawn_floors()
+    rank = {m: i for i, floor in enumerate(floors) for m in floor}
+    assert len(floors) > 10 and not set(rank) - set(MODULES), set(rank) - set(MODULES)
+    upward = [f"{MODULES[m].relative_to(ROOT)}:{line} (floor {rank[m]}) imports {t} "
+              f"(floor {rank[t]})" for m in rank for t, line in imports(m, run_time_only=True)
+              if t in rank and rank[t] > rank[m]]
+    assert not upward, "imports up the floors docs/index.md draws:\n" + "\n".join(upward)
 
 
 def test_the_cycle_finder_finds_cycles():
