@@ -198,7 +198,7 @@ class FastPath:
     >>> multiply(x, 3.0) is not None and fast.learn((x, 3.0))
     True
     >>> fast((x, 0.5))
-    hlodsl.Array[float32, (2,)]([0.5, 1. ])
+    hlodsl.Array[float64, (2,)]([0.5, 1. ])
     """
 
     __slots__ = ("generic", "table")
