@@ -146,3 +146,16 @@ def test_a_hit_follows_a_change_of_the_default_float():
     finally:
         hd.config.default_float = "float64"
     _same(a * 0.5, np.float64([0.5, 1.0]))
+
+
+def test_the_fast_path_table_is_bounded():
+    fast = _fast_of(hd.Array.__truediv__)
+    hd.config.eager_module_signatures = 2  # a small bound: few compiles
+    try:
+        limit = 4 * hd.config.eager_module_signatures
+        for n in range(1, limit + 3):  # more shapes than the table keeps
+            x = np.arange(1, n + 1, dtype=np.float32)
+            _same(hd.array(x) / hd.array(x), x / x)
+            assert 0 < len(fast.table) <= limit
+    finally:
+        hd.config.eager_module_signatures = 16

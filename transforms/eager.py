@@ -246,6 +246,12 @@ class FastPath:
         cell[1] = True
         return cell[0].run(lifted)
 
+    def _bound(self) -> None:
+        # Bounded as every cache (it holds no executable, only what to call): past four
+        # times the signatures an eager module keeps compiled, it starts again.
+        if len(self.table) >= 4 * config.eager_module_signatures:
+            self.table.clear()
+
     def learn(self, args: tuple) -> bool:
         """Remember how a call on ``args`` (just made the long way) runs; whether it can."""
         from hlodsl.array import _TYPES as array_classes
@@ -265,10 +271,12 @@ class FastPath:
         if not compiled or None in kinds or _ARRAY not in kinds:
             # A user's method, one that is not an eager module, or arguments it does
             # not pass itself: remembered, so that the next call does not ask again.
+            self._bound()
             self.table[types] = (decision, None, kinds, 0, 0, None, None)
             return False
         ranges = _integer_ranges(args) + [(-2**63, 2**63 - 1)]
         lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
+        self._bound()
         cells = getattr(compiled[0], "_fast", None)  # absent: every hit calls the Compiled
         self.table[types] = (decision, compiled[0], None if set(kinds) == {_ARRAY} else kinds,
                              lo, hi, cells, types)
