@@ -32,6 +32,7 @@ from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
 from . import one_op  # noqa: F401  (eager op calls: hands staging and compiling to the ops)
+from . import interpret  # noqa: F401  (hands replay to Computation.__call__)
 from .introspect import code_hlo, code_typed  # noqa: F401
 from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .replicated import replicated  # noqa: F401
