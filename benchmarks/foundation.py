@@ -8,7 +8,8 @@ rows (dicts) with both times and the ratio hlodsl / peer:
    blocking on the result, and with ``block_until_ready`` on both sides.
 2. ``eager``: one elementwise add on 1000 float32 eagerly: ``hd.ops.Add()`` and
    the stdlib operator ``a + b`` against ``jnp.add`` (jax arrays) and
-   ``np.add`` (numpy arrays).
+   ``np.add`` (numpy arrays); and a loop of 1000 operator calls (array operands,
+   Python float operands) against the same loop on jax arrays (jax eager).
 3. ``compile``: staging + compiling (first call of a fresh ``hd.compile``)
    against ``jax.jit(lambda ...).lower(...).compile()`` of a fresh lambda.
 4. ``dispatch``: a plum function with methods on ``hd.Matrix`` and
@@ -197,6 +198,49 @@ def eager(cfg: Settings) -> list[dict]:
         row(section, case, "a + b (stdlib)", t["operator"], "jnp.add", t["jax"]),
         row(section, case, "hd.ops.Add()(a, b)", t["op"], "np.add", t["numpy"]),
         row(section, case, "a + b (stdlib)", t["operator"], "np.add", t["numpy"]),
+        *_eager_loops(cfg, a_np, b_np),
+    ]
+
+
+def loop_arrays(x, b, c):
+    """1000 elementwise ops on array operands (the same code runs on jax arrays)."""
+    for _ in range(500):
+        x = x * b + c
+    return x
+
+
+def loop_scalars(x):
+    """1000 elementwise ops, each with a Python float operand."""
+    for _ in range(500):
+        x = x * 0.999 + 0.001
+    return x
+
+
+def _eager_loops(cfg: Settings, a_np, b_np) -> list[dict]:
+    """Issue 29: a loop of 1000 eager operator calls (1.27x jax eager with array
+    operands, 1.20x with Python scalars, before the operators' fast path)."""
+    import jax
+
+    import hlodsl as hd
+
+    c_np = np.full(1000, 0.5, np.float32)
+    ns = {"loop_arrays": loop_arrays, "loop_scalars": loop_scalars,
+          "a": hd.array(a_np), "b": hd.array(b_np * 0.001 + 0.9995), "c": hd.array(c_np),
+          "ja": jax.device_put(a_np), "jb": jax.device_put(b_np * 0.001 + 0.9995),
+          "jc": jax.device_put(c_np)}
+    np.testing.assert_allclose(np.asarray(loop_arrays(ns["a"], ns["b"], ns["c"])),
+                               np.asarray(loop_arrays(ns["ja"], ns["jb"], ns["jc"])), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(loop_scalars(ns["a"])),
+                               np.asarray(loop_scalars(ns["ja"])), rtol=1e-5)
+    t = compare({"arrays": "loop_arrays(a, b, c)", "jax_arrays": "loop_arrays(ja, jb, jc)",
+                 "scalars": "loop_scalars(a)", "jax_scalars": "loop_scalars(ja)"}, ns, cfg)
+    section = "2. eager op"
+    return [
+        row(section, "1000 ops in a loop, x = x * b + c, 1000 f32", "operators on hd arrays",
+            t["arrays"], "the same on jax arrays", t["jax_arrays"], unit="ms"),
+        row(section, "1000 ops in a loop, x = x * 0.999 + 0.001, 1000 f32",
+            "operators on hd arrays", t["scalars"], "the same on jax arrays",
+            t["jax_scalars"], unit="ms"),
     ]
 
 

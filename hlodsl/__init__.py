@@ -32,6 +32,8 @@ from .checkpoint import load, save  # noqa: F401
 from .dispatcher import dispatch  # noqa: F401
 from .op import HloOp, registry  # noqa: F401
 from .compiler import Compiled, compile  # noqa: F401
+from . import one_op  # noqa: F401  (eager op calls: hands staging and compiling to the ops)
+from . import interpret  # noqa: F401  (hands replay to Computation.__call__)
 from .introspect import code_hlo, code_typed  # noqa: F401
 from .exported import Exported, deserialize, export  # noqa: F401
 from .profiler import profile  # noqa: F401

@@ -27,12 +27,13 @@ import copyreg
 import numpy as np
 from plum import CovariantMeta, parametric
 
-from .devices import Device, DevicePlacement, Shard, default_device
+from .devices import Device, Shard, default_device
 from .dtypes import (
     ElementType, default_inexact, device_refusal, element_type, native_byte_order,
 )
 from .errors import DonatedArrayError, ShapeError, staging_error
 from .host_values import HostConversion
+from .placement import DevicePlacement
 from .types import ArrayType
 
 __all__ = ["Array", "Device", "Shard", "Token", "array", "Scalar", "Vector", "Matrix",

@@ -314,14 +314,14 @@ class Compiled(CallTable):
 
     def _compile(self, args, kwargs) -> Entry:
         if self.sharded or any_sharded(flatten((args, kwargs))[0]):
-            from .sharding import leaf_shardings
+            from .argument_shardings import leaf_shardings
 
             staged = stage(self.staged_fn, args, kwargs, self.name)
             ins, outs = leaf_shardings(self.name, args, kwargs, staged, self.in_shardings,
                                        self.out_shardings)
             given = [s is not None for s in ins]
             leaves = flatten((args, kwargs))[0]
-            from .runtime import sharding_of  # arguments without one keep their own layout
+            from .sharding import sharding_of  # arguments without one keep their own layout
 
             ins = [s if s is not None or not a._sharded else sharding_of(a._buf)
                    for s, a in zip(ins, leaves)]

@@ -31,7 +31,7 @@ import plum
 from .errors import NoMethodError, with_location
 from .types import ArrayType
 
-__all__ = ["Dispatcher", "dispatch", "methods"]
+__all__ = ["Dispatcher", "dispatch", "methods", "cached_method"]
 
 #: Marks the last-resort method, so that listings of a generic's methods can leave it out.
 _NO_METHOD = "__hlodsl_no_method__"
@@ -163,3 +163,27 @@ def argument_type(value) -> str:
 
 
 dispatch = Dispatcher()
+
+
+def cached_method(generic: plum.Function, types: tuple):
+    """plum's cached decision for arguments of exactly ``types``: the object it keeps
+    as ``(implementation, return type)``, or None when it has none or registrations
+    are pending (the next call would decide again).
+
+    A caller that remembers the decision and finds the same object later knows no
+    method was added since (plum decides again, into a new object, after any
+    registration): the eager operators' fast path (``hlodsl.transforms.eager``)
+    checks this on every call. With a plum that keeps neither, always None.
+
+    >>> import hlodsl as hd
+    >>> from hlodsl.stdlib import add
+    >>> x = hd.array([1.0]); _ = add(x, x)
+    >>> cached_method(add, (type(x), type(x)))[0].__name__
+    'add'
+    """
+    try:
+        if generic._pending:
+            return None
+        return generic._cache.get(types)
+    except AttributeError:  # a plum that caches differently: no fast path, same answers
+        return None

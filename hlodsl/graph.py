@@ -18,7 +18,12 @@ from .errors import SourceLocation, staging_error
 if TYPE_CHECKING:
     from .types import AbstractType
 
-__all__ = ["Node", "Builder", "Computation", "current_builder"]
+__all__ = ["Node", "Builder", "Computation", "current_builder", "OPCODES", "use_replay"]
+
+#: Opcode -> op class, filled as ``hlodsl.op.HloOp`` subclasses are defined (that
+#: module sits above this one): the builder makes its parameters and constants
+#: through it, so the graph never imports the ops it records.
+OPCODES: dict[str, type] = {}
 
 
 class Node:
@@ -84,9 +89,7 @@ class Builder:
         return node
 
     def parameter(self, type_: AbstractType, name: str | None = None) -> Node:
-        from .structural import Parameter
-
-        node = self.add(Parameter(len(self.params)), (), type_, None)
+        node = self.add(OPCODES["parameter"](len(self.params)), (), type_, None)
         self.params.append(node)
         self.param_names.append(name or f"p{len(self.params) - 1}")
         return node
@@ -113,14 +116,12 @@ class Builder:
         )
 
     def _constant(self, x) -> Node:
-        from .structural import Constant
-
         hit = self._constants.get(id(x))
         if hit is not None:
             return hit[1]
         import numpy as np
 
-        node = self.add(Constant(np.asarray(x)), (), x.type, None)
+        node = self.add(OPCODES["constant"](np.asarray(x)), (), x.type, None)
         self._constants[id(x)] = (x, node)  # keep x alive so its id stays unique
         return node
 
@@ -169,9 +170,20 @@ class Computation:
 
     def __call__(self, *args):
         """Run the computation again on ``args`` (``hlodsl.interpret.replay``)."""
-        from .interpret import replay
-
-        return replay(self, args)
+        return _REPLAY[0](self, args)
 
     def __repr__(self) -> str:
         return f"<Computation {self.name}: {len(self.nodes)} nodes -> {self.root.type}>"
+
+
+def _no_replay(comp: Computation, args) -> None:
+    raise RuntimeError("calling a Computation needs hlodsl.interpret (import hlodsl)")
+
+
+# hlodsl.interpret (above this module: it walks computations) hands its replay in.
+_REPLAY = [_no_replay]
+
+
+def use_replay(replay) -> None:
+    """Make ``Computation.__call__`` run ``replay(computation, args)`` (hlodsl.interpret)."""
+    _REPLAY[0] = replay

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from .context import STATE
-from .graph import Computation, Node
+from .graph import Computation, Node, use_replay
 from .structural import GetTupleElement, Parameter, Tuple
 
 __all__ = ["evaluate", "replay", "apply_node", "depends"]
@@ -71,6 +71,9 @@ def apply_node(node: Node, values: list):
 def replay(comp: Computation, args: Sequence):
     """``comp`` run again on ``args``: eagerly, staged, or under a transformation."""
     return evaluate(comp, args, apply_node)
+
+
+use_replay(replay)  # calling a Computation replays it (the graph sits below this module)
 
 
 def depends(comp: Computation, inputs: Sequence) -> object:

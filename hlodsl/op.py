@@ -31,13 +31,15 @@ from .cache import BoundedCache
 from .settings import config
 from .context import STATE
 from .dtypes import device_refusal
-from .graph import Builder
+from .graph import OPCODES, Builder
 from .tree import static_key
 from .types import ArrayType, TokenType, TupleType
 
-__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "observed_call"]
+__all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "observed_call",
+           "use_eager", "op_class"]
 
-_REGISTRY: dict[str, type] = {}
+# The graph's opcode table (the builder makes parameters and constants from it).
+_REGISTRY = OPCODES
 
 # Concrete Array classes are real subclasses of Array: the C-level check skips
 # plum's parametric __instancecheck__ (a Python call) on this hot path.
@@ -159,6 +161,20 @@ def _named_converter(op: str, field: str, convert):
 def registry() -> dict[str, type]:
     """Opcode name -> op class, for every registered op (a copy)."""
     return dict(_REGISTRY)
+
+
+def op_class(opcode: str) -> type:
+    """The registered op class of ``opcode``: how shared helpers (``hlodsl.ops._ad``,
+    ``_batch``) build ops without importing the modules that define them.
+
+    >>> op_class("add").__name__
+    'Add'
+    """
+    try:
+        return _REGISTRY[opcode]
+    except KeyError:
+        raise LookupError(f"no op is registered with opcode {opcode!r} (is hlodsl.ops "
+                          "imported?)") from None
 
 
 class HloOp:
@@ -349,10 +365,9 @@ def wrap_node(builder: Builder, node):
         return Array._from_node(node)
     if isinstance(node.type, TokenType):
         return Token(node)
-    from .structural import GetTupleElement
-
+    get = _REGISTRY["get-tuple-element"]  # hlodsl.structural, a floor above this one
     return tuple(
-        wrap_node(builder, builder.add(GetTupleElement(i), (node,), t, node.loc))
+        wrap_node(builder, builder.add(get(i), (node,), t, node.loc))
         for i, t in enumerate(node.type.elements)
     )
 
@@ -376,9 +391,7 @@ def _eager(op: HloOp, args):
                 f"passed to {op!r} outside of staging"
             )
     if any(getattr(type(a), "_sharded", False) for a in args):
-        from .compiler import run_entry  # over the mesh of the sharded operands
-
-        return run_entry(entry, args)
+        return _ONE_OP[1](entry, args)  # over the mesh of the sharded operands
     return entry.run(args)
 
 
@@ -387,9 +400,20 @@ def _compile_eager(op: HloOp, types):
     if any(isinstance(t, TokenType) for t in types):
         raise staging_error(f"{op!r} takes a token: tokens exist only inside staged "
                             "programs (call it inside a function given to hlodsl.compile)")
-    from .compiler import Entry
-    from .staging import stage_types
-    from .tree import flat_treedef
+    return _ONE_OP[0](op, types)
 
-    staged = stage_types(lambda *xs: op(*xs), flat_treedef(len(types)), types, op.opcode)
-    return Entry.build(staged, f"eager_{op.opcode}")
+
+def _no_compiler(*args):
+    raise RuntimeError("eager op calls need hlodsl.one_op (import hlodsl)")
+
+
+# Staging and compiling sit on floors above the ops' base: hlodsl.one_op hands in
+# how a one-op module is built (op, types -> compiled entry) and how an entry runs
+# over the mesh of sharded operands.
+_ONE_OP = [_no_compiler, _no_compiler]
+
+
+def use_eager(build, run_sharded) -> None:
+    """Install eager execution: ``build(op, types)`` makes the compiled entry of a one-op
+    module, ``run_sharded(entry, args)`` runs it on sharded operands (hlodsl.one_op)."""
+    _ONE_OP[:] = [build, run_sharded]

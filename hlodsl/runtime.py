@@ -609,11 +609,10 @@ def is_sharded(buf) -> bool:
     return len(buf.sharding.device_set) > 1
 
 
-def sharding_of(buf):
-    """The hlodsl NamedSharding of a buffer laid out over a mesh (even of one device),
-    None for a plain one-device buffer."""
-    from .sharding import Mesh, NamedSharding, PartitionSpec
-
+def named_layout(buf) -> tuple[np.ndarray, tuple[str, ...], tuple] | None:
+    """``(device indices in mesh order, axis names, partition spec entries)`` of a
+    buffer laid out over a mesh (even of one device), None for a plain one-device
+    buffer (``hlodsl.sharding.sharding_of`` makes the NamedSharding)."""
     s = buf.sharding
     mesh = getattr(s, "mesh", None)
     if len(s.device_set) == 1 and (mesh is None or not hasattr(s, "spec")):
@@ -623,7 +622,7 @@ def sharding_of(buf):
         raise TypeError(f"a buffer with sharding {s} (not a named sharding) cannot be an "
                         "hlodsl array")
     ids = np.vectorize(devs.index, otypes=[np.int64])(mesh.devices)
-    return NamedSharding(Mesh(ids, tuple(mesh.axis_names)), PartitionSpec(*s.spec))
+    return ids, tuple(mesh.axis_names), tuple(s.spec)
 
 
 def shards(buf) -> list[tuple[int, tuple, object]]:

@@ -57,16 +57,16 @@ _ARRAYS = BoundedCache(256, "traced Python scalars")
 def traced_scalar(value):
     """``value`` (a Python float/complex/int, or a numpy scalar) as the array a compiled
     function receives for it: weakly typed for a Python number."""
-    from .array import array
-
     t = type(value)
     if t is float:  # the common case, keyed without numpy (hex: -0.0 and nan are exact)
         key = value.hex()
         out = _ARRAYS.get(key)
-        if out is not None:
+        if out is not None:  # (before the import below: it costs as much as this lookup)
             return out
     else:
         key = None
+    from .array import array
+
     weak = t in _TRACED or t is int
     host = np.asarray(value)
     if t in _TRACED:  # a Python number: of hlodsl.config.default_float's width

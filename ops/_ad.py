@@ -1,7 +1,9 @@
 """Small helpers the ops' derivative rules share (constants, sums over dimensions).
 
 Rules live in each op's module (``@vjp_rule.dispatch``); these are the
-building blocks they have in common, written with ops only.
+building blocks they have in common, written with ops only. The ops are looked
+up by opcode (``hlodsl.op.op_class``), not imported: the op modules import this
+one, so it sits below all of them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from hlodsl.array import Array, array
+from hlodsl.op import op_class
 from hlodsl.rules import transformations
 
 __all__ = ["full_like", "zeros_like_array", "sum_to", "add", "mul", "neg", "sub", "div",
@@ -24,69 +27,57 @@ def zeros_like_array(x: Array) -> Array:
 
 def full_like(x: Array, value) -> Array:
     """``value`` in ``x``'s type, broadcast to ``x``'s shape (a constant when staged)."""
-    from .broadcast import Broadcast
-
     scalar = array(np.asarray(value, x.dtype.np_dtype))
-    return Broadcast(x.shape)(scalar) if x.shape else scalar
+    return op_class("broadcast")(x.shape)(scalar) if x.shape else scalar
 
 
 def add(a: Array, b: Array) -> Array:
-    from .binary import Add
-    return Add()(a, b)
+    return op_class("add")()(a, b)
 
 
 def sub(a: Array, b: Array) -> Array:
-    from .binary import Subtract
-    return Subtract()(a, b)
+    return op_class("subtract")()(a, b)
 
 
 def mul(a: Array, b: Array) -> Array:
-    from .binary import Multiply
-    return Multiply()(a, b)
+    return op_class("multiply")()(a, b)
 
 
 def div(a: Array, b: Array) -> Array:
-    from .binary import Divide
-    return Divide()(a, b)
+    return op_class("divide")()(a, b)
 
 
 def neg(a: Array) -> Array:
-    from .unary import Negate
-    return Negate()(a)
+    return op_class("negate")()(a)
 
 
 def _add_scalars(a, b):
-    from .binary import Add
-    return Add()(a, b)
+    return op_class("add")()(a, b)
 
 
 def sum_dims(x: Array, dims: tuple[int, ...]) -> Array:
     """Sum of ``x`` over ``dims`` (the transpose of a broadcast along them)."""
     if not dims:
         return x
-    from .reduce import Reduce
-
     zero = array(np.zeros((), x.dtype.np_dtype))
-    return Reduce(_add_scalars, tuple(sorted(dims)))(x, zero)
+    return op_class("reduce")(_add_scalars, tuple(sorted(dims)))(x, zero)
 
 
 def sum_to(ct: Array, shape: tuple[int, ...]) -> Array:
     """Undo a numpy-style broadcast of ``shape`` to ``ct.shape``: sum, then reshape."""
     if ct.shape == tuple(shape):
         return ct
-    from .reshape import Reshape
-
     lead = ct.ndim - len(shape)
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and ct.shape[lead + i] != 1)
-    return Reshape(tuple(shape))(sum_dims(ct, dims))
+    return op_class("reshape")(tuple(shape))(sum_dims(ct, dims))
 
 
 def conj_if_complex(x: Array) -> Array:
     from hlodsl.dtypes import ComplexFloating
     if issubclass(x.dtype, ComplexFloating):
-        from .complex_parts import Complex, Imag, Real
-        return Complex()(Real()(x), neg(Imag()(x)))
+        real, imag = op_class("real")()(x), op_class("imag")()(x)
+        return op_class("complex")()(real, neg(imag))
     return x
 
 

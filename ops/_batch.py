@@ -3,7 +3,8 @@
 A batching rule gets the op's operands with their batch dimension first (``dims[i]``
 is 0) or absent (None), and returns the op's result and where its batch
 dimension is. These helpers size the batch, give an unbatched operand a batch
-dimension, and state the one rule every elementwise op shares.
+dimension, and state the one rule every elementwise op shares. They build ops by
+opcode (``hlodsl.op.op_class``): the op modules import this one, not the reverse.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 
 from hlodsl.array import Array
 from hlodsl.dtypes import element_type
+from hlodsl.op import op_class
 from hlodsl.structural import Constant
 
 __all__ = ["batch_size", "with_batch", "all_batched", "elementwise_rule", "unbatched_rule",
@@ -40,10 +42,8 @@ def batch_size(args, dims) -> int:
 
 def with_batch(x: Array, d, size: int) -> Array:
     """``x`` with its batch dimension first; an unbatched ``x`` broadcast along a new one."""
-    from .broadcast import Broadcast
-
     if d is None:
-        return Broadcast((size, *x.shape), tuple(range(1, x.ndim + 1)))(x)
+        return op_class("broadcast")((size, *x.shape), tuple(range(1, x.ndim + 1)))(x)
     return move_to_front(x, d)
 
 
@@ -51,10 +51,8 @@ def move_to_front(x: Array, d: int) -> Array:
     """``x`` with dimension ``d`` moved first (a transpose, or ``x`` itself)."""
     if d == 0:
         return x
-    from .reshape import Transpose
-
     perm = (d, *(i for i in range(x.ndim) if i != d))
-    return Transpose(perm)(x)
+    return op_class("transpose")(perm)(x)
 
 
 def all_batched(args, dims) -> list[Array]:

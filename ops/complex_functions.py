@@ -33,6 +33,7 @@ from .bitcast_convert import BitcastConvert
 from .broadcast import Broadcast
 from .compare import Compare, Select
 from .complex_parts import Complex, Imag, Real
+from .special_functions import COMPLEX_EXPANSIONS, Asinh, Cosh, Sinh, far_from_zero, half_exp_abs
 from .unary import Abs, Cosine, Exp, Expm1, IsFinite, Log, Log1p, Negate, Not, Sine, Sqrt, Tan
 
 __all__ = ["exp", "expm1", "log", "log1p", "sqrt", "sinh", "cosh", "tanh", "sin", "cos", "tan",
@@ -92,14 +93,10 @@ def _hypot(a, b):
 
 
 def _real_asinh(x):
-    from .special_functions import Asinh  # the real composite (that module expands to this one)
-
     return Asinh()(x)
 
 
 def _real_sinh_cosh(x):
-    from .special_functions import Cosh, Sinh
-
     return Sinh()(x), Cosh()(x)
 
 
@@ -107,7 +104,6 @@ def _sinh_cosh_times(x, sh, ch, f, g):
     """(sinh(x) f, cosh(x) g) for |f|, |g| <= 1, given ``sh, ch = _real_sinh_cosh(x)``:
     finite wherever the products are, where sinh(x) and cosh(x) overflow first (beyond
     |x| = 710.47 in f64, 89.42 in f32)."""
-    from .special_functions import far_from_zero, half_exp_abs
     from .unary import Sign
 
     far = far_from_zero(x)
@@ -397,3 +393,8 @@ def atanh(z):
 def atan(z):
     """Inverse tangent, -i atanh(i z); cuts along the imaginary axis beyond +-i."""
     return _rotated(_atanh_parts, z)
+
+
+# The complex expansions of the real composites of special_functions (which sits below).
+COMPLEX_EXPANSIONS.update(sinh=sinh, cosh=cosh, asin=asin, acos=acos, atanh=atanh,
+                          asinh=asinh, acosh=acosh)

@@ -315,10 +315,46 @@ def _sum_window_transpose(op: ReduceWindow, ct, x):
                         window_dilations=op.window_dilations)(padded, zero)
 
 
+def _chooser(direction: str):
+    def choose(acc_x, acc_v, x, v):
+        from .compare import Compare, Select
+
+        keep = Compare(direction)(acc_x, x)
+        return Select()(keep, acc_x, x), Select()(keep, acc_v, v)
+
+    choose.__qualname__ = f"choose_{direction.lower()}"
+    return choose
+
+
+# One function per direction, made once, so equal ops compare equal.
+_CHOOSERS = {d: _chooser(d) for d in ("GE", "GT", "LE", "LT")}
+
+
+def select_gather(direction: str, window_dimensions, window_strides, padding, operand, values):
+    """``values`` at the element of each window of ``operand`` that ``direction`` selects.
+
+    The windowed shape (as ReduceWindow's); padding never wins (it holds the
+    comparison's identity, -inf for GE/GT and +inf for LE/LT).
+    """
+    import numpy as np
+
+    from hlodsl.array import array
+
+    np_dtype = operand.dtype.np_dtype
+    big = np.inf if np_dtype.kind in "fc" else np.iinfo(np_dtype).max
+    worst = array(np.asarray(-big if direction in ("GE", "GT") else big, np_dtype))
+    zero = array(np.zeros((), values.dtype.np_dtype))
+    return ReduceWindow(_CHOOSERS[direction], window_dimensions, window_strides, padding)(
+        operand, values, worst, zero)[1]
+
+
 @vjp_rule.dispatch
 def reduce_window_vjp(op: ReduceWindow, ct, out, *args):
-    from .select_and_scatter import SelectAndScatter
+    from hlodsl.op import op_class
+
     from ._ad import sum_dims
+
+    SelectAndScatter = op_class("select-and-scatter")  # that module imports this one
 
     kind = _kind(op, args)
     x, init = args
@@ -334,7 +370,6 @@ def reduce_window_vjp(op: ReduceWindow, ct, out, *args):
 
 @jvp_rule.dispatch
 def reduce_window_jvp(op: ReduceWindow, tangents: tuple, out, *args):
-    from .select_and_scatter import select_gather
     from ._ad import zeros_like_array
 
     kind = _kind(op, args)

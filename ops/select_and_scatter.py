@@ -24,8 +24,8 @@ from hlodsl.staging import stage_computation
 from hlodsl.types import ArrayType
 
 from ._checks import dims, function
-from .reduce_window import (check_window, ones, pairs, takes, window_shape, window_text,
-                            zero_pads)
+from .reduce_window import (check_window, ones, pairs, select_gather, takes, window_shape,
+                            window_text, zero_pads)
 
 __all__ = ["SelectAndScatter"]
 
@@ -106,41 +106,6 @@ def select_direction(select: Callable, dtype) -> str | None:
     if isinstance(root.op, Compare) and root.op.direction in ("GE", "GT", "LE", "LT"):
         return root.op.direction
     return None
-
-
-def _chooser(direction: str):
-    def choose(acc_x, acc_v, x, v):
-        from .compare import Compare, Select
-
-        keep = Compare(direction)(acc_x, x)
-        return Select()(keep, acc_x, x), Select()(keep, acc_v, v)
-
-    choose.__qualname__ = f"choose_{direction.lower()}"
-    return choose
-
-
-# One function per direction, made once, so equal ops compare equal.
-_CHOOSERS = {d: _chooser(d) for d in ("GE", "GT", "LE", "LT")}
-
-
-def select_gather(direction: str, window_dimensions, window_strides, padding, operand, values):
-    """``values`` at the element of each window of ``operand`` that ``direction`` selects.
-
-    The windowed shape (as ReduceWindow's); padding never wins (it holds the
-    comparison's identity, -inf for GE/GT and +inf for LE/LT).
-    """
-    import numpy as np
-
-    from hlodsl.array import array
-
-    from .reduce_window import ReduceWindow
-
-    np_dtype = operand.dtype.np_dtype
-    big = np.inf if np_dtype.kind in "fc" else np.iinfo(np_dtype).max
-    worst = array(np.asarray(-big if direction in ("GE", "GT") else big, np_dtype))
-    zero = array(np.zeros((), values.dtype.np_dtype))
-    return ReduceWindow(_CHOOSERS[direction], window_dimensions, window_strides, padding)(
-        operand, values, worst, zero)[1]
 
 
 def _scatter_kind(op: SelectAndScatter, dtype) -> None:

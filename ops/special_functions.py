@@ -66,6 +66,12 @@ def _large(x, a):
     return Compare("GT")(a, _c(1 / np.sqrt(ml_dtypes.finfo(x.dtype.np_dtype).eps), x))
 
 
+#: Opcode -> the expansion of that function for a complex operand, a function of
+#: ``hlodsl.ops.complex_functions``, which registers them: it is built on the real
+#: composites of this module, so it sits above it and this module never imports it.
+COMPLEX_EXPANSIONS: dict = {}
+
+
 class _Elementary(_Composite):
     """A real or complex elementary function; complex operands expand in ``complex_functions``."""
 
@@ -76,9 +82,7 @@ class _Elementary(_Composite):
 
     def expand(self, x):
         if issubclass(x.dtype, ComplexFloating):
-            from . import complex_functions  # built on the real ops of this module
-
-            return getattr(complex_functions, self.opcode)(x)
+            return COMPLEX_EXPANSIONS[self.opcode](x)
         return self.expand_real(x)
 
 

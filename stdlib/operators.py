@@ -3,7 +3,10 @@
 The core ``Array`` class knows nothing of the stdlib (imports point down the
 layers), so the stdlib attaches its generics to the class here: ``A @ x + b``
 calls ``matmul`` and ``add``, and user methods added to those generics apply
-to the operators too.
+to the operators too. Eagerly, an operator whose arguments' types it has seen
+goes straight to their compiled module (``hlodsl.transforms.eager.FastPath``),
+without plum's dispatch; a method added to the generic since, staging and
+derivatives take the generic again.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import numpy as np
 
 from hlodsl.array import Array
 from hlodsl.errors import NoMethodError
+from hlodsl.transforms.eager import MISS, FastPath
 
 from . import elementwise as ew
 from . import elementwise_more as more
@@ -45,23 +49,52 @@ def _refused(fn, symbol: str, reflected: str, self: Array, other):
 
 
 def _binary(fn, symbol: str, reflected: str):
+    # Eagerly, a type signature seen before goes straight to its compiled module
+    # (FastPath); the first call, staging and derivatives take the generic.
+    fast = FastPath(fn)
+
     def fwd(self, other):
+        out = fast((self, other))
+        if out is not MISS:
+            return out
         try:
-            return fn(self, other)
+            out = fn(self, other)
         except NoMethodError:
             out = _refused(fn, symbol, reflected, self, other)
             if out is None:
                 raise
             return out
+        fast.learn((self, other))
+        return out
 
     def rev(self, other):
+        out = fast((other, self))
+        if out is not MISS:
+            return out
         try:
-            return fn(other, self)
+            out = fn(other, self)
         except NoMethodError:
             if _refused(fn, symbol, "", self, other) is None:
                 raise
+            return None
+        fast.learn((other, self))
+        return out
 
     return fwd, rev
+
+
+def _unary(fn):
+    fast = FastPath(fn)
+
+    def method(self):
+        out = fast((self,))
+        if out is not MISS:
+            return out
+        out = fn(self)
+        fast.learn((self,))
+        return out
+
+    return method
 
 
 for _name, _fn, _symbol in [
@@ -81,15 +114,25 @@ for _name, _fn, _symbol, _mirror in [
 
 
 def _equality(fn):
-    return lambda self, other: fn(self, other)
+    fast = FastPath(fn)
+
+    def method(self, other):
+        out = fast((self, other))
+        if out is not MISS:
+            return out
+        out = fn(self, other)
+        fast.learn((self, other))
+        return out
+
+    return method
 
 
 Array.__eq__, Array.__ne__ = _equality(ew.equal), _equality(ew.not_equal)
 
-Array.__neg__ = lambda self: ew.negative(self)
+Array.__neg__ = _unary(ew.negative)
 Array.__pos__ = lambda self: self
-Array.__abs__ = lambda self: ew.abs(self)
-Array.__invert__ = lambda self: ew.bitwise_invert(self)
+Array.__abs__ = _unary(ew.abs)
+Array.__invert__ = _unary(ew.bitwise_invert)
 Array.__hash__ = None  # __eq__ is elementwise, so arrays are unhashable (as in numpy)
 
 

@@ -54,12 +54,26 @@ def _is_package(module: str) -> bool:
     return MODULES[module].name == "__init__.py"
 
 
-def imports(module: str) -> list[tuple[str, int]]:
-    """The hlodsl modules ``module`` imports anywhere in its source, with line numbers."""
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Ids of the nodes under ``if TYPE_CHECKING:``, which only a type checker runs."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def imports(module: str, run_time_only: bool = False) -> list[tuple[str, int]]:
+    """The hlodsl modules ``module`` imports anywhere in its source, with line numbers
+    (``run_time_only``: leaving out those under ``if TYPE_CHECKING:``, which name
+    types for annotations and never run)."""
     tree = ast.parse(MODULES[module].read_text())
     base = module if _is_package(module) else module.rpartition(".")[0]
+    skip = _type_checking_only(tree) if run_time_only else set()
     found = []
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -122,6 +136,99 @@ def test_no_import_cycle_crosses_a_layer():
             visit(v)
     mixed = [sorted(c) for c in comps if len({layer(m) for m in c}) > 1]
     assert not mixed, f"import cycles across layers: {mixed}"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: each strongly connected component of more than
+    one module, and each module that imports itself, sorted (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, edges = work[-1]
+            for w in edges:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1 or v in graph[v]:
+                        found.append(sorted(comp))
+    return sorted(found)
+
+
+def _package_graph(package: str) -> dict[str, set[str]]:
+    """Imports between the modules of ``package`` itself (its subpackages are other
+    graphs), function-level ones included; a package's ``__init__`` is left out: it
+    gathers its modules (``from .x import y`` names a module, not the package).
+    Imports under ``if TYPE_CHECKING:`` only name types for annotations: not counted."""
+    inside = {m for m in MODULES if m.rpartition(".")[0] == package and not _is_package(m)}
+    return {m: {t for t, _ in imports(m, run_time_only=True) if t in inside} for m in inside}
+
+
+@pytest.mark.parametrize("package", ["hlodsl", "hlodsl.ops"])
+def test_no_import_cycle_inside_the_core_or_the_ops(package):
+    """Floors that only point down (docs/index.md draws them): within the core and
+    within ``ops/``, what a lower module needs from a higher one is handed down as a
+    registered callback or looked up in a registry, never imported."""
+    cycles = _cycles(_package_graph(package))
+    shown = "\n".join(" <-> ".join(c) + "\n    " + "\n    ".join(
+        sorted({f"{MODULES[m].relative_to(ROOT)}:{line} imports {t}"
+                for m in c for t, line in imports(m, run_time_only=True) if t in c}))
+        for c in cycles)
+    assert not cycles, f"import cycles inside {package}:\n{shown}"
+
+
+def _drawn_floors() -> list[list[str]]:
+    """The core's floors as docs/index.md draws them, lowest first: each line of the
+    drawing names its modules (``x.py``; the bottom line, bare names)."""
+    page = (ROOT / "docs" / "index.md").read_text()
+    drawing = page.split("### Floors inside the core", 1)[1].split("```")[1]
+    floors = []
+    for line in drawing.strip("\n").splitlines():
+        names = re.findall(r"\b([a-z_]+)\.py\b", line) or re.findall(r"[a-z_]+", line)
+        floors.append([f"hlodsl.{n}" for n in names])
+    return floors[::-1]
+
+
+def test_the_core_floors_drawn_in_the_docs_hold():
+    floors = _drawn_floors()
+    rank = {m: i for i, floor in enumerate(floors) for m in floor}
+    assert len(floors) > 10 and not set(rank) - set(MODULES), set(rank) - set(MODULES)
+    upward = [f"{MODULES[m].relative_to(ROOT)}:{line} (floor {rank[m]}) imports {t} "
+              f"(floor {rank[t]})" for m in rank for t, line in imports(m, run_time_only=True)
+              if t in rank and rank[t] > rank[m]]
+    assert not upward, "imports up the floors docs/index.md draws:\n" + "\n".join(upward)
+
+
+def test_the_cycle_finder_finds_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d"}, "e": {"a"}, "f": set()}
+    assert _cycles(graph) == [["a", "b", "c"], ["d"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_core_imports_jax_in_the_runtime_and_its_compat_module_only():

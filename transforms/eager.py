@@ -12,6 +12,7 @@ from typing import Callable
 
 from hlodsl.cache import BoundedCache
 from hlodsl.context import STATE
+from hlodsl.dispatcher import cached_method
 from hlodsl.errors import staging_error
 from hlodsl.graph import current_builder
 from hlodsl.scalars import traced_scalar
@@ -20,7 +21,7 @@ from hlodsl.tree import flatten, has_identity_static, unflatten
 
 from .structures import types_of
 
-__all__ = ["eager", "run_eagerly"]
+__all__ = ["eager", "run_eagerly", "eager_module", "FastPath", "MISS"]
 
 _EXECUTABLES = BoundedCache(lambda: config.eager_program_cache_size,
                             "eager control-flow modules")
@@ -168,7 +169,118 @@ def eager_module(impl: Callable, name: str) -> Callable:
             compiled.append(c)
         return compiled[0](*lifted)
 
+    run.eager_compiled = compiled  # what FastPath calls once plum has chosen ``run``
     return run
+
+
+# -- operators on arrays: straight to the compiled module after the first call -------------
+# ``a + b`` went: operator -> plum's dispatch of ``add`` -> eager_module's ``run`` (which
+# arrays, which numbers, do the ints fit) -> Compiled. Once a type signature has run,
+# FastPath remembers plum's decision and how each argument is passed, and goes straight
+# to the Compiled: the checks that depend on values (a symbolic array, an int out of
+# range) stay, and any method added to the generic since sends the call the long way.
+
+MISS = object()  # FastPath's "take the long way" (None is a value an operator may return)
+
+_ARRAY, _NUMBER, _INT = 0, 1, 2
+
+
+class FastPath:
+    """``generic(*args)``, for a generic whose method is an ``eager_module``, without
+    dispatch after the first call for a type signature; ``MISS`` where the long way
+    must run (staging, a derivative being taken, a new signature, a value it refuses).
+
+    >>> import hlodsl as hd
+    >>> from hlodsl.stdlib import multiply
+    >>> fast, x = FastPath(multiply), hd.array([1.0, 2.0])
+    >>> fast((x, 3.0)) is MISS
+    True
+    >>> multiply(x, 3.0) is not None and fast.learn((x, 3.0))
+    True
+    >>> fast((x, 0.5))
+    hlodsl.Array[float64, (2,)]([0.5, 1. ])
+    """
+
+    __slots__ = ("generic", "table")
+
+    def __init__(self, generic):
+        self.generic = generic
+        #: argument types -> (plum's decision, the Compiled, how each argument is
+        #: passed (None: all arrays), the range an int argument must fall in, the
+        #: Compiled's table of positional-array signatures, and the key there of an
+        #: all-array signature)
+        self.table: dict[tuple, tuple] = {}
+
+    def __call__(self, args: tuple):
+        state = STATE
+        if state.builders or state.traces:
+            return MISS
+        types = tuple(map(type, args))
+        hit = self.table.get(types)
+        if hit is None or hit[1] is None or cached_method(self.generic, types) is not hit[0]:
+            return MISS
+        _, compiled, kinds, lo, hi, cells, key = hit
+        if kinds is None:  # arrays only
+            for a in args:
+                if a._buf is None:  # escaped its staging: the long way says so
+                    return MISS
+            lifted = args
+        else:
+            lifted = []
+            for a, kind in zip(args, kinds):
+                if kind == _ARRAY:
+                    if a._buf is None:
+                        return MISS
+                elif kind == _NUMBER or lo <= a <= hi:
+                    a = traced_scalar(a)
+                else:  # an int the operands' type cannot hold: the long way raises
+                    return MISS
+                lifted.append(a)
+            # The scalars' classes follow hlodsl.config.default_float: read, not remembered.
+            key = tuple(map(type, lifted))
+        # The Compiled's own fast table (what its __call__ reads first); a signature
+        # it evicted since is compiled again through the call.
+        cell = cells.get(key) if cells is not None else None
+        if cell is None:
+            return compiled(*lifted)
+        cell[1] = True
+        return cell[0].run(lifted)
+
+    def _bound(self) -> None:
+        # Bounded as every cache (it holds no executable, only what to call): past four
+        # times the signatures an eager module keeps compiled, it starts again.
+        if len(self.table) >= 4 * config.eager_module_signatures:
+            self.table.clear()
+
+    def learn(self, args: tuple) -> bool:
+        """Remember how a call on ``args`` (just made the long way) runs; whether it can."""
+        from hlodsl.array import _TYPES as array_classes
+
+        if STATE.builders or STATE.traces:
+            return False
+        types = tuple(map(type, args))
+        decision = cached_method(self.generic, types)
+        if decision is None:  # plum does not cache these types: ask it every time
+            return False
+        known = self.table.get(types)
+        if known is not None and known[0] is decision:
+            return known[1] is not None
+        compiled = getattr(decision[0], "eager_compiled", None)
+        kinds = tuple(_ARRAY if t in array_classes else _NUMBER if t in (float, complex)
+                      else _INT if t is int else None for t in types)
+        if not compiled or None in kinds or _ARRAY not in kinds:
+            # A user's method, one that is not an eager module, or arguments it does
+            # not pass itself: remembered, so that the next call does not ask again.
+            self._bound()
+            self.table[types] = (decision, None, kinds, 0, 0, None, None)
+            return False
+        ranges = _integer_ranges(args) + [(-2**63, 2**63 - 1)]
+        lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
+        self._bound()
+        cells = getattr(compiled[0], "_fast", None)  # absent: every hit calls the Compiled
+        self.table[types] = (decision, compiled[0], None if set(kinds) == {_ARRAY} else kinds,
+                             lo, hi, cells, types)
+        return True
 
 
 def _lift_ints(args):

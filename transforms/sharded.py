@@ -33,7 +33,7 @@ from hlodsl.compiler import Entry
 from hlodsl.graph import Builder
 from hlodsl.interpret import replay
 from hlodsl.printer import PrintContext
-from hlodsl.sharding import Mesh, NamedSharding, PartitionSpec, match_blocks
+from hlodsl.sharding import Mesh, NamedSharding, PartitionSpec, match_blocks, sharding_of
 from hlodsl.staging import Staged
 from hlodsl.types import TupleType
 
@@ -229,7 +229,7 @@ _LOCK = threading.Lock()
 
 def run(entry: Entry, leaves) -> object:
     """``entry``'s program run partitioned over the mesh its sharded arguments use."""
-    key = tuple(runtime.sharding_of(a._buf) for a in leaves)
+    key = tuple(sharding_of(a._buf) for a in leaves)
     with _LOCK:
         table = entry.partitioned
         if table is None:
@@ -270,7 +270,7 @@ def device_put(x, sharding: NamedSharding) -> Array:
     if a._buf is None:
         return with_sharding_constraint(a, sharding)
     sharding.check(a.shape, f"device_put({a.type})")
-    if runtime.sharding_of(a._buf) == sharding:
+    if sharding_of(a._buf) == sharding:
         return a
     if runtime.is_sharded(a._buf) or runtime.is_fully_addressable(a._buf) is False:
         buf = runtime.replicate_on(a._buf, sharding)
