@@ -43,6 +43,7 @@ from hlodsl.ops import (Add, Broadcast, Compare, Concatenate, Convert, Dot, Dyna
 from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
 from hlodsl.transforms.control import fori_loop
 
+from .bodies import in_bodies
 from .pipeline import PassContext
 from .rewrite import nbytes, parameters_like, root_of
 from .split_plan import Loop, input_views, loops, plan
@@ -61,6 +62,13 @@ class Split:
     def __call__(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
         if ctx.memory_limit is None:
             return comp, []
+        # Loop and branch bodies first: a body's large values are the program's too.
+        comp, inner = in_bodies(comp, lambda body: self(body, ctx))
+        comp, changes = self._split(comp, ctx)
+        return comp, inner + changes
+
+    def _split(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
+        """Split the large values of ``comp`` itself (not those of its bodies)."""
         threshold = max(ctx.memory_limit // 8, 1)
         regions, notes = plan(comp, threshold)
         todo = loops(comp, regions)
