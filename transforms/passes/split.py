@@ -89,7 +89,8 @@ class Split:
             return comp, notes
         for lp in todo:
             lp.chunk = chunks[id(lp.region)]
-        ctx.estimates.append(fixed + max(lp.chunk * _row_bytes(lp) for lp in todo))
+        ctx.estimates.append(fixed + max((lp.chunk + lp.region.extent % lp.chunk) * _row_bytes(lp)
+                                         for lp in todo))
         changes = [_describe(lp) for lp in todo] + notes
         return _emit(comp, todo), changes
 
@@ -160,7 +161,8 @@ def _chunk(comp: Computation, lp: Loop, chunk: int) -> int:
 
     ``chunk`` is what the cost model allows; a top-k merged over slices needs
     slices of at least k (the last one may be shorter). A size within a factor
-    2 that divides the dimension is preferred, to save the shorter last slice.
+    2 that divides the dimension is preferred, to save the shorter last slice;
+    otherwise the slice and that last one together take what the model allows.
     """
     region = lp.region
     n = region.extent
@@ -169,7 +171,11 @@ def _chunk(comp: Computation, lp: Loop, chunk: int) -> int:
     if chunk >= n:
         return 0
     exact = [c for c in range(chunk, max(chunk // 2, least) - 1, -1) if n % c == 0]
-    return exact[0] if exact else chunk
+    if exact:
+        return exact[0]
+    # The shorter last slice runs after the loop, in buffers of its own (measured):
+    # the slices and that one must fit together.
+    return next((c for c in range(chunk, least - 1, -1) if c + n % c <= chunk), least)
 
 
 def _describe(lp: Loop) -> str:
