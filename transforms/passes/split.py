@@ -144,13 +144,16 @@ def _row_bytes(lp: Loop) -> int:
 
 def _fixed_bytes(comp: Computation, todo: list[Loop]) -> int:
     """Bytes that do not shrink with the slices (the model's intercept): the loops'
-    state (results filled slice by slice, accumulators) and the largest value
+    state (values filled slice by slice, accumulators; not the program's
+    results, which XLA does not count as temporary) and the largest value
     computed outside the loops (XLA reuses the buffers of the others)."""
-    state = sum(nbytes(x.type) for lp in todo for x in lp.exits + lp.accs)
+    results = {id(r) for r in (comp.root.operands if isinstance(comp.root.op, Tuple)
+                               else (comp.root,))}
+    # The program's results are no temporaries, even where a loop fills them.
+    state = sum(nbytes(x.type) for lp in todo for x in lp.exits + lp.accs
+                if id(x) not in results)
     inside = {id(n) for lp in todo for n in lp.nodes + lp.exits + lp.accs}
-    views = input_views(comp)
-    results = comp.root.operands if isinstance(comp.root.op, Tuple) else (comp.root,)
-    skip = inside | views | {id(r) for r in results}
+    skip = inside | input_views(comp) | results
     outside = [nbytes(n.type) for n in comp.nodes if id(n) not in skip
                and not isinstance(n.op, (Tuple, GetTupleElement))]
     return state + max(outside, default=0)
