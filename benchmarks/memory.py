@@ -81,6 +81,8 @@ def _hlodsl(workload, args, limit, max_naive, repeats):
     args.clear()  # hd.array copied them: hold the inputs once, as the peers do
     temp = f.memory_stats(*hargs)["temp_size_in_bytes"]
     row = {"temp_bytes": temp, "report": f.report(*hargs) if limit else ""}
+    if limit:  # the cost model's estimate, XLA's count and the number of compiles
+        row["note"] = row["report"].splitlines()[-1]
     if limit is None and temp > max_naive:
         row["note"] = "not run: needs more than --max-naive"
         return row, None

@@ -225,3 +225,45 @@ def test_gradients_through_rewritten_distances():
     # (n, m, d) tensor exists anyway, so the sum stays as written.
     f = same(hd.grad(kernel, argnums=(0, 1)), (x, y, scale), [Distances()], 1e-9)
     assert not changed(f, x, y, scale)
+
+
+# -- MatrixChain through sums and broadcasts of products ---------------------------------
+
+# Each writes (A @ B) @ x (or a row of it) without ``@`` for the last product.
+SUMS = {
+    "rows times a broadcast vector": lambda a, b, x, y: xp.sum((a @ b) * x[None, :], axis=1),
+    "a broadcast vector times columns": lambda a, b, x, y: xp.sum(y[:, None] * (a @ b), axis=0),
+    "transposed product": lambda a, b, x, y: xp.sum((a @ b).T * y[None, :], axis=1),
+    "row sums": lambda a, b, x, y: xp.sum(a @ b, axis=1),
+    "column sums": lambda a, b, x, y: xp.sum(a @ b, axis=0),
+    "rank-3 product": lambda a, b, x, y: xp.sum(a[:, :, None] * b[None, :, :], axis=1) @ x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUMS))
+@settings(max_examples=2, deadline=None)
+@given(n=st.integers(8, 40), k=st.integers(8, 40), m=st.integers(8, 40),
+       seed=st.integers(0, 99))
+def test_sums_of_products_are_dots_that_join_the_chain(name, n, k, m, seed):
+    fn = SUMS[name]
+    args = arrays(seed, (n, k), (k, m), (m,), (n,))
+    f = same(fn, args, [MatrixChain()], 1e-12)
+    report = f.report(*args)
+    assert "-> one dot of" in report and "-> (0 (1 2))" in report, report
+    # Every product left is a matrix times a vector: no n x m (nor n x k x m) product.
+    dots = [line.split("=")[1].split()[0] for line in hd.code_hlo(f, *args).splitlines()
+            if " dot(" in line]
+    assert dots and all("," not in t for t in dots), dots
+    loss = lambda a, b, x, y: xp.sum(fn(a, b, x, y) ** 2)  # noqa: E731
+    same(hd.grad(loss, argnums=(0, 1, 2, 3)), args, [MatrixChain()], 1e-10)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, b, x, y: xp.sum(a * x[None, :], axis=1),  # a plain mat-vec: nothing to gain
+    lambda a, b, x, y: xp.max((a @ b) * x[None, :], axis=1),  # not a sum
+    lambda a, b, x, y: xp.sum((a @ b) * x[None, :], axis=1) + xp.sum(a @ b),  # product read twice
+])
+def test_sums_that_are_no_chain_are_left_as_written(fn):
+    args = arrays(0, (6, 5), (5, 5), (5,), (6,))
+    f = same(fn, args, [MatrixChain()], 1e-12)
+    assert "one dot" not in f.report(*args)

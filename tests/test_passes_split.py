@@ -2,8 +2,9 @@
 
 Each model is compiled twice, unsplit and under a memory limit a few times
 smaller than its largest intermediate, on hypothesis-drawn sizes; the split
-program must report a loop, stay under the limit by XLA's own count, and
-equal the unsplit one, forward and gradient.
+program must report a loop, stay under the limit by XLA's own count in one
+compile (the cost model's slices fit; no recompiling), and equal the unsplit
+one, forward and gradient.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ def check_split(fn, args, limit: int, rtol: float):
     split = hd.compile(fn, memory_limit=limit, passes=SPLIT)
     assert "slices of" in split.report(*args), split.report(*args)
     assert split.memory_stats(*args)["temp_size_in_bytes"] <= limit
+    # The cost model sizes the slices: one compile, no recompiling to fit.
+    memory = split.entry(*args).reports[-1]
+    assert memory.compiles == 1, split.report(*args)
+    assert memory.estimate is not None and memory.temp == split.memory_stats(*args)[
+        "temp_size_in_bytes"]
     for got, want in zip(_leaves(split(*args)), _leaves(hd.compile(fn)(*args)), strict=True):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol,
                                    atol=rtol * float(np.abs(np.asarray(want)).max(initial=1)))

@@ -19,9 +19,14 @@ What a chain is made of:
   with products), ``Negate``; they are applied once, to the smallest of the
   chain's factors and its result.
 
+Sums of products written with broadcasts (``xp.sum((A @ B) * x[None, :], axis=1)``,
+``xp.sum(A @ B, axis=1)``, ``xp.sum(A[:, :, None] * B[None], axis=1)``) are
+first rewritten as the dots they are (``contractions.as_dots``), so they join
+chains too.
+
 Every node inside a chain must have no other user: a product someone else also
 reads ends the chain there (it is a factor), since recomputing it would cost
-more than the order saves. Anything else (sums, broadcasts, converts, batch
+more than the order saves. Anything else (other sums and broadcasts, converts, batch
 dimensions, mixed element types) ends a chain too. Sums in another order
 round differently: the results agree to rounding, not bit for bit.
 
@@ -49,6 +54,7 @@ from hlodsl.dtypes import Bool, Inexact
 from hlodsl.graph import Computation, Node
 from hlodsl.types import ArrayType
 
+from .contractions import as_dots
 from .pipeline import PassContext
 from .rewrite import rewrite, users
 
@@ -253,6 +259,7 @@ class MatrixChain:
     name = "matrix-chain"
 
     def __call__(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
+        comp, sums = as_dots(comp)  # sums of products written with broadcasts join chains
         use = users(comp)
         plans: dict[int, tuple] = {}
         inner: set[int] = set()
@@ -267,7 +274,7 @@ class MatrixChain:
                 plans[id(node)] = plan[0]
                 changes.append(plan[1])
         if not plans:
-            return comp, []
+            return comp, sums
 
         def rule(node, values, new):
             plan = plans.get(id(node))
@@ -281,7 +288,7 @@ class MatrixChain:
             out, _ = _build(best, vals, [f.transposed for f in factors])
             return out if target is not None else _scale(out, scalings, scalars)
 
-        return rewrite(comp, rule), changes[::-1]
+        return rewrite(comp, rule), sums + changes[::-1]
 
     @staticmethod
     def _plan(node: Node, chain: _Chain):

@@ -26,10 +26,11 @@ from hlodsl.staging import Staged
 
 from .rewrite import nbytes
 
-__all__ = ["Pass", "PassContext", "Report", "run_passes", "compile_with_passes",
+__all__ = ["Pass", "PassContext", "Report", "MemoryReport", "run_passes", "compile_with_passes",
            "default_passes", "MAX_ATTEMPTS"]
 
-#: Compiles tried under a memory limit before giving up (each asks the passes for smaller pieces).
+#: Compiles tried under a memory limit before giving up. The first is sized by the
+#: passes' cost model; each later one (a fallback) asks them for smaller pieces.
 MAX_ATTEMPTS = 4
 
 
@@ -50,12 +51,15 @@ class PassContext:
     limit). ``attempt``: 0 first; each later attempt follows a compile that
     went over the limit, and passes that can should make pieces ``shrink``
     times the size they first chose (at most half the last attempt's, less
-    where XLA's count was far over the limit).
+    where XLA's count was far over the limit). ``estimates`` collects what
+    the passes expect XLA's temporary bytes to be (``Split``'s cost model).
     """
 
     memory_limit: int | None = None
     attempt: int = 0
     shrink: float = 1.0
+    #: Passes that size pieces append their estimate of XLA's temporary bytes here.
+    estimates: list[int] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -111,8 +115,8 @@ def compile_with_passes(staged: Staged, passes, memory_limit: int | None,
     passes = default_passes(memory_limit) if passes is None else tuple(passes)
     previous, shrink = None, 1.0
     for attempt in range(MAX_ATTEMPTS if memory_limit is not None else 1):
-        rewritten, reports = run_passes(staged, passes,
-                                        PassContext(memory_limit, attempt, shrink))
+        ctx = PassContext(memory_limit, attempt, shrink)
+        rewritten, reports = run_passes(staged, passes, ctx)
         text_key = [r.changes for r in reports]
         if previous is not None and text_key == previous:
             break  # the passes could do no better than last time
@@ -122,10 +126,30 @@ def compile_with_passes(staged: Staged, passes, memory_limit: int | None,
         if memory_limit is None:
             return entry
         temp = entry.exe.memory_stats()["temp_size_in_bytes"]
+        estimate = max(ctx.estimates) if ctx.estimates else None
+        entry.reports = reports + (MemoryReport(memory_limit, estimate, temp, attempt + 1),)
         if temp <= memory_limit:
             return entry
+        # The fallback: the model was wrong by temp / estimate; aim lower by that much.
         shrink *= min(0.5, 0.8 * memory_limit / temp)
     raise MemoryLimitError(_over_limit(staged.computation, reports, temp, memory_limit))
+
+
+@attrs.frozen
+class MemoryReport:
+    """The last line of ``f.report()`` under a limit: the cost model's estimate of
+    XLA's temporary bytes, XLA's own count, and how many compiles it took."""
+
+    limit: int
+    estimate: int | None  # None: no pass sized anything
+    temp: int
+    compiles: int
+
+    def __str__(self) -> str:
+        said = "no estimate" if self.estimate is None else \
+            f"estimated {format_bytes(self.estimate)}"
+        return (f"memory: {said}, XLA's temp {format_bytes(self.temp)} under "
+                f"memory_limit={format_bytes(self.limit)}, {self.compiles} compile(s)")
 
 
 def _over_limit(comp: Computation, reports, temp: int, limit: int) -> str:

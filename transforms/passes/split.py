@@ -38,14 +38,15 @@ from hlodsl.array import Array
 from hlodsl.context import STATE
 from hlodsl.graph import Builder, Computation, Node
 from hlodsl.interpret import apply_node
-from hlodsl.ops import (Add, Broadcast, Compare, Concatenate, Convert, DynamicSlice,
-                        DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, Select)
-from hlodsl.structural import Constant, Parameter
+from hlodsl.ops import (Add, Broadcast, Compare, Concatenate, Convert, Dot, DynamicSlice,
+                        DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, Select, TopK)
+from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
 from hlodsl.transforms.control import fori_loop
 
+from .bodies import in_bodies
 from .pipeline import PassContext
 from .rewrite import nbytes, parameters_like, root_of
-from .split_plan import Loop, Region, input_views, loops, plan
+from .split_plan import Loop, input_views, loops, plan
 from .split_rules import operand_dims, shape_of, sliced_op
 
 __all__ = ["Split"]
@@ -61,41 +62,123 @@ class Split:
     def __call__(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
         if ctx.memory_limit is None:
             return comp, []
-        # A retry follows a compile over the limit: the same plan, smaller slices.
+        # Loop and branch bodies first: a body's large values are the program's too.
+        comp, inner = in_bodies(comp, lambda body: self(body, ctx))
+        comp, changes = self._split(comp, ctx)
+        return comp, inner + changes
+
+    def _split(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
+        """Split the large values of ``comp`` itself (not those of its bodies)."""
         threshold = max(ctx.memory_limit // 8, 1)
-        budget = max(int(ctx.memory_limit // 2 * ctx.shrink), 1)
         regions, notes = plan(comp, threshold)
-        chunks = {id(r): _chunk(comp, r, budget) for r in regions}
-        todo = loops(comp, [r for r in regions if chunks[id(r)]])
+        todo = loops(comp, regions)
+        if not todo:
+            return comp, notes
+        # A retry follows a compile over the limit: the same plan, smaller slices.
+        target = int(TARGET * ctx.memory_limit * ctx.shrink)
+        fixed = _fixed_bytes(comp, todo)
+        room = max(target - fixed, 1)
+        chunks: dict[int, int] = {}
+        for lp in todo:  # every loop of a region takes the region's slices (0: all at once)
+            n = lp.region.extent
+            allowed = _chunk(comp, lp, room // _row_bytes(lp)) or n
+            chunks[id(lp.region)] = min(chunks.get(id(lp.region), n), allowed)
+        kept = [r for r in regions if chunks[id(r)] < r.extent]
+        todo = loops(comp, kept) if len(kept) < len(regions) else todo
         if not todo:
             return comp, notes
         for lp in todo:
             lp.chunk = chunks[id(lp.region)]
+        ctx.estimates.append(fixed + max((lp.chunk + lp.region.extent % lp.chunk) * _row_bytes(lp)
+                                         for lp in todo))
         changes = [_describe(lp) for lp in todo] + notes
         return _emit(comp, todo), changes
 
 
-def _chunk(comp: Computation, region: Region, budget: int) -> int:
+#: The share of the limit the cost model aims at: XLA's count strays from it both ways.
+TARGET = 0.7
+
+
+def _materialised(lp: Loop) -> list[Node]:
+    """The loop's values XLA writes to memory per slice, as its fusion works on CPU:
+    a dot's result and operands, a reduction's or top-k's result, the operand of
+    a long or column reduction (``_long``), and a value the program reads whole.
+    Elementwise ops (a kernel's exp, a difference's square) fuse into the op that
+    reads them, whatever their size."""
+    inside = {id(n) for n in lp.nodes}
+    out: dict[int, Node] = {}
+    for n in lp.nodes + lp.accs:
+        reads = isinstance(n.op, (Dot, TopK)) or (isinstance(n.op, Reduce) and _long(n))
+        if reads:
+            out.update((id(o), o) for o in n.operands if id(o) in inside)
+        if id(n) in inside and isinstance(n.op, (Dot, Reduce, TopK)):
+            out[id(n)] = n
+    out.update((id(n), n) for n in lp.exits)
+    return list(out.values())
+
+
+def _long(reduce: Node) -> bool:
+    """Whether XLA:CPU writes a reduction's operand out: measured so where it reduces
+    over 64 elements or more, or over a dimension other than the minor one; a short
+    row reduction (a distance's sum over coordinates) fuses its producers."""
+    shape = reduce.operands[0].type.shape
+    count = 1
+    for d in reduce.op.dimensions:
+        count *= shape[d]
+    return count >= 64 or len(shape) - 1 not in reduce.op.dimensions
+
+
+def _row_bytes(lp: Loop) -> int:
+    """Bytes one index of the sliced dimension costs in a slice (the model's slope).
+
+    Calibrated on the kernel mat-vec, kernel sums, attention, kNN and sparse-GP
+    programs and their gradients (tests/test_passes_split.py): XLA's temp grew
+    by 0.5 to 1.1 times this per index of the slice. It is at least a quarter
+    of the region's largest value, fused or not, so that a value the model
+    misses cannot take the whole limit."""
+    n = max(lp.region.extent, 1)
+    largest = max((nbytes(x.type) for x in lp.nodes), default=0)
+    counted = sum(nbytes(x.type) for x in _materialised(lp))
+    return max(counted, largest // 4, 1) // n or 1
+
+
+def _fixed_bytes(comp: Computation, todo: list[Loop]) -> int:
+    """Bytes that do not shrink with the slices (the model's intercept): the loops'
+    state (values filled slice by slice, accumulators; not the program's
+    results, which XLA does not count as temporary) and the largest value
+    computed outside the loops (XLA reuses the buffers of the others)."""
+    results = {id(r) for r in (comp.root.operands if isinstance(comp.root.op, Tuple)
+                               else (comp.root,))}
+    # The program's results are no temporaries, even where a loop fills them.
+    state = sum(nbytes(x.type) for lp in todo for x in lp.exits + lp.accs
+                if id(x) not in results)
+    inside = {id(n) for lp in todo for n in lp.nodes + lp.exits + lp.accs}
+    skip = inside | input_views(comp) | results
+    outside = [nbytes(n.type) for n in comp.nodes if id(n) not in skip
+               and not isinstance(n.op, (Tuple, GetTupleElement))]
+    return state + max(outside, default=0)
+
+
+def _chunk(comp: Computation, lp: Loop, chunk: int) -> int:
     """How much of the sliced dimension one iteration computes (0: all fits at once).
 
-    Sized so that the two largest region values of one slice fit ``budget``:
-    XLA fuses many elementwise ops, but on CPU it materialises a reduction's
-    broadcast operand (measured: a kNN's (slice, n, d) difference), so every
-    region value counts. A size within a factor 2 that divides the dimension
-    is preferred, to save the shorter last slice. Where XLA still needs more
-    than the limit, the pipeline retries with a smaller budget.
+    ``chunk`` is what the cost model allows; a top-k merged over slices needs
+    slices of at least k (the last one may be shorter). A size within a factor
+    2 that divides the dimension is preferred, to save the shorter last slice;
+    otherwise the slice and that last one together take what the model allows.
     """
+    region = lp.region
     n = region.extent
-    per = sorted((nbytes(x.type) // max(n, 1) for x in comp.nodes if id(x) in region.dims),
-                 reverse=True)
-    chunk = max(budget // max(sum(per[:2]), 1), 1)
-    # A top-k merged over slices needs slices of at least k (the last one may be shorter).
     least = max([1] + [x.op.k for x in comp.nodes if region.accs.get(id(x), ("",))[0] == "topk"])
     chunk = max(chunk, least)
     if chunk >= n:
         return 0
     exact = [c for c in range(chunk, max(chunk // 2, least) - 1, -1) if n % c == 0]
-    return exact[0] if exact else chunk
+    if exact:
+        return exact[0]
+    # The shorter last slice runs after the loop, in buffers of its own (measured):
+    # the slices and that one must fit together.
+    return next((c for c in range(chunk, least - 1, -1) if c + n % c <= chunk), least)
 
 
 def _describe(lp: Loop) -> str:
