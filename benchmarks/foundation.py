@@ -107,12 +107,12 @@ def percall(cfg: Settings) -> list[dict]:
                      "peer": "jf(*jargs).block_until_ready()"}, ns, cfg)
         rows.append(row("1. compiled per-call", f"{label}, block_until_ready",
                         "hd.compile", t["ours"], "jax.jit", t["peer"]))
-    rows.append(_dict_call(cfg))
+    rows.extend(calls(cfg))
     return rows
 
 
 def dict_params(params, *xs):
-    """A call whose arguments are a dict of 11 arrays and 50 positional arrays."""
+    """A call whose arguments are a dict of arrays and more arrays, positional."""
     s = params["w0"][0]
     for k in params:
         s = s + params[k][0]
@@ -121,25 +121,55 @@ def dict_params(params, *xs):
     return s
 
 
-def _dict_call(cfg: Settings) -> dict:
-    """Issue 16: the call path's Python work for structured arguments (it flattened
-    them with plum's isinstance per leaf: 3.85x jax.jit)."""
+def positional(*xs):
+    """A call of positional arrays only."""
+    s = xs[0]
+    for x in xs[1:]:
+        s = s + x
+    return s
+
+
+#: Issue 29's call-path workloads: (case, dict entries or None, positional arrays, blocked).
+CALLS = (
+    ("dict of 8 arrays + 20 arrays", 8, 20, False),
+    ("dict of 8 arrays + 20 arrays", 8, 20, True),
+    ("dict of 11 arrays + 50 arrays", 11, 50, False),
+    ("dict of 11 arrays + 50 arrays", 11, 50, True),
+    ("50 positional arrays", None, 50, False),
+)
+
+
+def calls(cfg: Settings) -> list[dict]:
+    """The call path's Python work for many and structured arguments (issues 16 and 29:
+    flattening, the signature key, the buffer list; 3.85x jax.jit before issue 16)."""
     import jax
 
     import hlodsl as hd
 
-    rng = np.random.default_rng(2)
-    params = {f"w{i}": rng.standard_normal((8, 8)).astype(np.float32) for i in range(11)}
-    xs = [rng.standard_normal(8).astype(np.float32) for _ in range(50)]
-    ns = {"f": hd.compile(dict_params), "jf": jax.jit(dict_params),
-          "p": {k: hd.array(v) for k, v in params.items()}, "xs": [hd.array(x) for x in xs],
-          "jp": {k: jax.device_put(v) for k, v in params.items()},
-          "jxs": [jax.device_put(x) for x in xs]}
-    np.testing.assert_allclose(np.asarray(ns["f"](ns["p"], *ns["xs"])),
-                               np.asarray(ns["jf"](ns["jp"], *ns["jxs"])), rtol=1e-5)
-    t = compare({"ours": "f(p, *xs)", "peer": "jf(jp, *jxs)"}, ns, cfg)
-    return row("1. compiled per-call", "dict of 11 arrays + 50 arrays, not blocked",
-               "hd.compile", t["ours"], "jax.jit", t["peer"])
+    rows = []
+    for case, n_params, n_xs, blocked in CALLS:
+        rng = np.random.default_rng(2)
+        params = {f"w{i}": rng.standard_normal((8, 8)).astype(np.float32)
+                  for i in range(n_params or 0)}
+        xs = [rng.standard_normal(8).astype(np.float32) for _ in range(n_xs)]
+        ns = {"p": {k: hd.array(v) for k, v in params.items()}, "xs": [hd.array(x) for x in xs],
+              "jp": {k: jax.device_put(v) for k, v in params.items()},
+              "jxs": [jax.device_put(x) for x in xs]}
+        if n_params is None:
+            ns["f"], ns["jf"] = hd.compile(positional), jax.jit(positional)
+            ours, peer = "f(*xs)", "jf(*jxs)"
+        else:
+            ns["f"], ns["jf"] = hd.compile(dict_params), jax.jit(dict_params)
+            ours, peer = "f(p, *xs)", "jf(jp, *jxs)"
+        np.testing.assert_allclose(np.asarray(eval(ours, ns)), np.asarray(eval(peer, ns)),
+                                   rtol=1e-5)
+        if blocked:
+            ours, peer = f"{ours}._buf.block_until_ready()", f"{peer}.block_until_ready()"
+        t = compare({"ours": ours, "peer": peer}, ns, cfg)
+        how = "block_until_ready" if blocked else "not blocked"
+        rows.append(row("1. compiled per-call", f"{case}, {how}", "hd.compile", t["ours"],
+                        "jax.jit", t["peer"]))
+    return rows
 
 
 # -- 2. eager per-op time --------------------------------------------------------
@@ -303,3 +333,15 @@ def dispatch(cfg: Settings) -> list[dict]:
 
 
 ALL = (percall, eager, compile_time, dispatch)
+
+
+def main(argv=None) -> None:
+    """``python -m benchmarks.foundation``: section 1 alone (the compiled call path)."""
+    from .report import main_of
+
+    main_of("python -m benchmarks.foundation", "Section 1: compiled per-call time.",
+            (percall,), argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -21,8 +21,9 @@ from .dtypes import (  # noqa: F401  (sub-byte floats: see dtypes.py for what XL
 )
 from .settings import config  # noqa: F401
 from .errors import (  # noqa: F401
-    ArraySizeError, ExportError, HloDslError, MemoryLimitError, NoMethodError, RecompileWarning,
-    ShapeError, StagingError, StaticArgumentWarning, XlaCompileError,
+    ArraySizeError, DonatedArrayError, DonationWarning, ExportError, HloDslError,
+    MemoryLimitError, NoMethodError, RecompileWarning, ShapeError, StagingError,
+    StaticArgumentWarning, XlaCompileError,
 )
 from .types import ArrayType, TupleType  # noqa: F401
 from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401

@@ -31,13 +31,13 @@ from .devices import Device, Shard, default_device
 from .dtypes import (
     ElementType, default_inexact, device_refusal, element_type, native_byte_order,
 )
-from .errors import ShapeError, staging_error
+from .errors import DonatedArrayError, ShapeError, staging_error
 from .host_values import HostConversion
 from .placement import DevicePlacement
 from .types import ArrayType
 
 __all__ = ["Array", "Device", "Shard", "Token", "array", "Scalar", "Vector", "Matrix",
-           "is_symbolic", "default_device"]
+           "is_symbolic", "default_device", "ConsumedBuffer"]
 
 _ANY_SHAPE = ...
 
@@ -197,17 +197,25 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
     # -- conversion to host --------------------------------------------------
 
     def _require_value(self, what: str, hint: str | None = None):
+        from . import runtime
         from .runtime import check_process
 
         check_process()  # a forked child cannot read buffers of its parent's XLA
-        if self._buf is None:
+        buf = self._buf
+        if buf is None:
             raise staging_error(
                 f"{what} needs the value of a symbolic array {self.type} while staging; "
                 "its value is only known when the compiled program runs. " + (hint or
                 "Use hlodsl.stdlib.where/ops.Select for data-dependent choices"
                 " instead of Python control flow")
             )
-        return self._buf
+        if type(buf) is ConsumedBuffer:
+            raise buf.error(f"{what} of {self.type}")
+        if runtime.is_deleted(buf):  # another array sharing a buffer that was donated
+            raise DonatedArrayError(f"{what} of {self.type}: its device buffer was donated "
+                                    "to a compiled call (donate_argnums) through another "
+                                    "array that shared it, and holds no value any more")
+        return buf
 
     @property
     def itemsize(self) -> int:
@@ -241,6 +249,8 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
     def __repr__(self) -> str:
         if self._buf is None:
             return f"{type(self)!r}(<symbolic {self._node.name}>)"
+        if type(self._buf) is ConsumedBuffer:
+            return f"{type(self)!r}(<donated to {self._buf.by}>)"
         from . import runtime
 
         if runtime.is_sharded(self._buf):
@@ -275,6 +285,33 @@ def _value_text(value) -> str:
     if isinstance(value, (bool, int, float, complex, np.generic)) and len(repr(value)) <= 40:
         return repr(value.item() if isinstance(value, np.generic) else value)
     return "value"
+
+
+class ConsumedBuffer:
+    """What an array holds in place of its device buffer once a compiled call has taken
+    the buffer over (``hd.compile(f, donate_argnums=...)``; ``hlodsl.call``).
+
+    One per compiled signature, shared by every array that call consumed: reading any
+    of them raises ``DonatedArrayError`` naming the call, whichever way it is read.
+    """
+
+    __slots__ = ("by",)
+
+    def __init__(self, by: str):
+        self.by = by  # the compiled function that took the buffer over
+
+    def error(self, what: str) -> DonatedArrayError:
+        return DonatedArrayError(
+            f"{what}: this array was donated to the compiled function '{self.by}' "
+            "(donate_argnums/donate_argnames), which took its device buffer over for its "
+            "results, so it holds no value any more. Use that call's results instead, or "
+            "leave the argument out of donate_argnums")
+
+    def __getattr__(self, name: str):  # any other use of the buffer (runtime, jax)
+        raise self.error(f"reading an array ({name})")
+
+    def __repr__(self) -> str:
+        return f"<buffer donated to {self.by}>"
 
 
 _TYPES: dict[type, ArrayType] = {}

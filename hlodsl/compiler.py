@@ -15,22 +15,23 @@ hlodsl.Array[float32, ()](15.)
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import warnings
 
 from .bindings import bindings, moved
 from .cache import BoundedCache
-from .errors import RecompileWarning, StaticArgumentWarning
-from .context import STATE as _STATE
-from .printer import module_text
-from .runtime import Executable, compile_hlo
+from .call import CallTable, Entry, any_sharded, forget, run_entry, use_sharding
+from .call import _SHARDED
+from .errors import DonationWarning, RecompileWarning, StaticArgumentWarning
 from .settings import config, memory_size
 from .signature import describe
 from .scalars import lift_arguments, static_positions
 from .staging import Staged, stage
-from .tree import LEAF, flatten, flatten_traced, unflatten
+from .tree import flatten, flatten_traced
 
-__all__ = ["compile", "Compiled", "use_conversion", "use_pipeline", "use_sharding"]
+__all__ = ["compile", "Compiled", "use_conversion", "use_pipeline", "use_sharding", "Entry",
+           "run_entry", "any_sharded", "build_entry"]
 
 # The step that converts a function's Python control flow on arrays before it is
 # staged (hlodsl.transforms.flow.convert). The transformations layer hands it in
@@ -62,93 +63,18 @@ def use_pipeline(runner) -> None:
     _PIPELINE[:] = [runner]
 
 
-# What compiles programs over several devices (hlodsl.transforms.sharded): a
-# module with sharding annotations, a compile given shardings, and a call whose
-# arguments are sharded arrays.
-_SHARDED: list = []
-
-
-def use_sharding(runner) -> None:
-    """Make ``runner`` what compiles and runs partitioned programs: it has
-    ``build(staged, name, in_shardings, out_shardings) -> Entry`` and
-    ``run(entry, leaves)`` (an unpartitioned entry called on sharded arrays)."""
-    _SHARDED[:] = [runner]
-
-
-def any_sharded(leaves) -> bool:
-    """Whether some argument is a sharded array (its class says so: no buffer lookups)."""
-    return any(getattr(type(a), "_sharded", False) for a in leaves)
-
-
-def run_entry(entry, leaves):
-    """``entry.run(leaves)``, partitioned over the mesh of sharded arguments if any."""
-    if any_sharded(leaves):
-        return _SHARDED[0].run(entry, leaves)
-    return entry.run(leaves)
-
-
-def build_entry(staged: Staged, name: str, passes=None, memory_limit: int | None = None):
-    """The cache entry of ``staged``: compiled as it is, or through the pass pipeline."""
+def build_entry(staged: Staged, name: str, passes=None, memory_limit: int | None = None,
+                donated: tuple[int, ...] = ()):
+    """The cache entry of ``staged``: compiled as it is, or through the pass pipeline;
+    ``donated`` leaves may give their buffers to results (``Entry.build``)."""
     if passes is None and memory_limit is None:
-        return Entry.build(staged, name)
+        return Entry.build(staged, name, donated)
     if not _PIPELINE:
         raise RuntimeError("passes over staged programs need hlodsl.transforms (import hlodsl)")
-    return _PIPELINE[0](staged, passes, memory_limit, lambda s: Entry.build(s, name))
+    return _PIPELINE[0](staged, passes, memory_limit, lambda s: Entry.build(s, name, donated))
 
 
-class Entry:
-    """One compiled signature: the executable and how to wrap its outputs."""
-
-    __slots__ = ("staged", "exe", "out_classes", "out_tree", "single", "described", "fast_key",
-                 "reports", "partitioned")
-
-    def __init__(self, staged: Staged, exe: Executable):
-        from .array import array_class
-
-        self.described: dict | None = None  # argument path -> what this signature holds
-        self.fast_key: tuple | None = None  # the key of Compiled's positional-arrays table
-        self.reports: tuple = ()  # what the passes over the staged program changed
-        self.partitioned: dict | None = None  # argument shardings -> partitioned entry
-        self.staged = staged
-        self.exe = exe
-        self.out_classes = tuple(array_class(t) for t in staged.out_types)
-        self.out_tree = staged.out_tree
-        self.single = staged.out_tree is LEAF
-
-    @classmethod
-    def build(cls, staged: Staged, name: str) -> Entry:
-        """Print ``staged`` as a module, compile it and make the cache entry."""
-        from .errors import staging_error
-        from .types import ArrayType
-
-        if not all(isinstance(t, ArrayType) for t in staged.out_types):
-            raise staging_error(f"{name}: a staged program can only return arrays, not "
-                                f"{', '.join(str(t) for t in staged.out_types)} "
-                                "(tokens stay inside the program)")
-        out_types = [(t.shape, t.dtype.np_dtype) for t in staged.out_types]
-        text = module_text(staged.computation, name)
-        if "xla.sdy." in text:  # sharding annotations: a program over a mesh
-            return _SHARDED[0].build(staged, name, None, None)
-        return cls(staged, compile_hlo(text, out_types=out_types))
-
-    def run(self, leaves) -> object:
-        outs = self.exe.execute([a._buf for a in leaves])
-        if self.single:
-            a = object.__new__(self.out_classes[0])  # _wrap, inlined for one result
-            a._buf = outs[0]
-            a._node = None
-            return a
-        return unflatten(self.out_tree, map(_wrap, self.out_classes, outs))
-
-
-def _wrap(cls, buf):
-    a = object.__new__(cls)
-    a._buf = buf
-    a._node = None
-    return a
-
-
-class Compiled:
+class Compiled(CallTable):
     """A function staged and compiled per signature; call it like the function.
 
     At most ``cache_size`` signatures (default ``hlodsl.config.compile_cache_size``)
@@ -156,41 +82,42 @@ class Compiled:
     freed, past that. Compiling more than ``hlodsl.config.recompile_warning``
     signatures warns (``RecompileWarning``), naming the argument that changed.
     ``passes`` and ``memory_limit`` rewrite each staged program before XLA
-    compiles it (``hlodsl.transforms.passes``; docs/memory.md).
+    compiles it (``hlodsl.transforms.passes``; docs/memory.md). A call runs in
+    ``hlodsl.call`` (``CallTable``); this class stages and compiles signatures.
     """
 
     def __init__(self, fn, name: str | None = None, convert: bool = True,
                  cache_size: int | None = None, memory_limit=None, passes=None,
                  in_shardings=None, out_shardings=None, static_argnums=None,
-                 static_argnames=None):
+                 static_argnames=None, donate_argnums=None, donate_argnames=None):
         _check_arguments(fn, cache_size)
-        self._static = static_positions(fn, getattr(fn, "__name__", "fn"), static_argnums,
-                                        static_argnames)
+        fn_name = getattr(fn, "__name__", "fn")
+        self._static = static_positions(fn, fn_name, static_argnums, static_argnames)
+        self._donate = _donated_positions(fn, fn_name, donate_argnums, donate_argnames,
+                                          self._static)
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self.sharded = in_shardings is not None or out_shardings is not None
         if self.sharded and (memory_limit is not None or passes is not None):
             raise ValueError("compile: shardings and memory_limit/passes cannot be combined "
                              "yet (the passes do not keep sharding annotations)")
+        if self.sharded and self.donates:
+            raise ValueError(f"compile({fn_name}): donate_argnums/donate_argnames and "
+                             "in_shardings/out_shardings cannot be combined yet (partitioned "
+                             "programs do not alias their arguments)")
         self.memory_limit = None if memory_limit is None else memory_size(memory_limit)
-        self.passes = _check_passes(passes, getattr(fn, "__name__", "fn"))
+        self.passes = _check_passes(passes, fn_name)
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "compiled")
         self.convert = convert
         self._staged_fn = None
         functools.update_wrapper(self, fn, updated=())
-        # Signatures made only of positional arrays: keyed by the argument
-        # classes alone, which already determine element types and shapes. The
-        # values are the cells of ``_entries`` (``[entry, used]``): a hit is one
-        # dictionary read and one store.
-        fast: dict[tuple, list] = {}
-        self._fast = fast
-
-        def forget(key, entry):  # an evicted signature leaves the fast table too
-            if entry.fast_key is not None:
-                fast.pop(entry.fast_key, None)
-
+        # The plans of calls (hlodsl.call): top-level argument classes -> a cell of
+        # ``_entries`` or a Layout. An evicted signature leaves them too.
+        plans: dict = {}
+        self._plans = plans
         size = (lambda: config.compile_cache_size) if cache_size is None else cache_size
-        self._entries = BoundedCache(size, f"signatures of {self.name}", on_evict=forget)
+        self._entries = BoundedCache(size, f"signatures of {self.name}",
+                                     on_evict=lambda key, entry: forget(plans, entry))
         self._lock = threading.Lock()  # one thread compiles a signature, the others wait
         self.compiles = 0  # signatures compiled so far, evicted ones included
         self._warn_at = config.recompile_warning
@@ -200,34 +127,37 @@ class Compiled:
         # the old value. Empty for most functions: the call path reads one attribute.
         self._bindings: tuple = ()
 
-    def __call__(self, *args, **kwargs):
-        if _STATE.builders:  # (current_builder() inlined: this is the call path)
-            # Called from inside another staged function: inline it, so nested
-            # calls flatten into the enclosing module.
-            return self.staged_fn(*args, **kwargs)
-        if self._bindings and moved(self._bindings):
-            self._forget_staged()
-        if not kwargs:
-            cell = self._fast.get(tuple(map(type, args)))
-            if cell is not None:
-                cell[1] = True
-                return cell[0].run(args)
+    @property
+    def donates(self) -> bool:
+        """Whether some arguments are donated (``donate_argnums`` / ``donate_argnames``)."""
+        return bool(self._donate[0] or self._donate[1])
+
+    def _general(self, args, kwargs) -> tuple[list, tuple, list]:
+        """``(leaves, signature, cell)`` of a call: flattened as a whole, looked up by
+        its whole signature, staged and compiled if new (``CallTable.__call__``)."""
         leaves, key = self._signature(args, kwargs)
-        entry = self._entries.get(key)
-        if entry is None:
-            args, kwargs = lift_arguments(args, kwargs, *self._static)
-            entry = self._compile_entry(key, args, kwargs, leaves)
-        for a in leaves:
-            if a._buf is None:
-                raise TypeError(f"{self.name}: a symbolic array was passed outside staging")
-        return entry.run(leaves)
+        cell = self._entries.slot(key)
+        if cell is not None:
+            cell[1] = True
+            return leaves, key, cell
+        args, kwargs = lift_arguments(args, kwargs, *self._static)
+        entry = self._compile_entry(key, args, kwargs, leaves)
+        return leaves, key, self._entries.slot(key) or [entry, True]
+
+    def _static_values(self, args, kwargs) -> frozenset:
+        """Positions in ``(*args, *kwargs.values())`` of the static arguments."""
+        pos, names = self._static
+        if not pos and not names:
+            return frozenset()
+        return frozenset([i for i in pos if i < len(args)] +
+                         [len(args) + k for k, n in enumerate(kwargs) if n in names])
 
     def _signature(self, args, kwargs) -> tuple[list, tuple]:
         """``(leaves, cache key)`` of a call: the structure and the leaves' classes."""
         if self._static[0] or self._static[1]:
             args, kwargs = lift_arguments(args, kwargs, *self._static)
             leaves, treedef = flatten((args, kwargs))
-        else:  # the call path: Python numbers become traced leaves as it flattens
+        else:  # Python numbers become traced leaves as it flattens
             leaves, treedef = flatten_traced((args, kwargs))
         return leaves, (treedef, tuple(map(type, leaves)))
 
@@ -244,21 +174,59 @@ class Compiled:
             entry.described = described
             self._note_recompile(described)
             self._note_identity_statics(by_identity)
-            if not kwargs and len(args) == len(leaves) and \
-                    all(type(a) is type(l) for a, l in zip(args, leaves)):
-                entry.fast_key = tuple(map(type, args))
+            self._note_unused_donations(entry)
             self._entries.put(key, entry)
-            if entry.fast_key is not None:
-                self._fast[entry.fast_key] = self._entries.slot(key)
             self.compiles += 1
         return entry
+
+    def _donated_leaves(self, args, kwargs) -> tuple[int, ...]:
+        """The leaf indices of the donated arguments of this (lifted) call."""
+        pos, names = self._donate
+        if not pos and not names:
+            return ()
+        donated: list[int] = []
+        n = 0
+        for where, value, given in [(f"argument {i}", a, i in pos) for i, a in enumerate(args)] \
+                + [(f"argument {k!r}", v, k in names) for k, v in kwargs.items()]:
+            count = len(flatten(value)[0])
+            if given and not count:
+                raise TypeError(f"{self.name}: donate_argnums/donate_argnames name {where}, "
+                                f"which holds no array ({_short(value)}): only arrays can be "
+                                "donated")
+            if given:
+                donated += range(n, n + count)
+            n += count
+        passed = set(range(len(args))) | {self._position_of(k) for k in kwargs}
+        missing = sorted(i for i in pos if i not in passed)
+        if missing:
+            raise ValueError(f"{self.name}: donate_argnums names argument {missing[0]}, which "
+                             f"this call does not pass ({len(args)} positional argument"
+                             f"{'s' * (len(args) != 1)}"
+                             + (f", keywords {', '.join(kwargs)}" if kwargs else "") + ")")
+        return tuple(donated)
+
+    def _position_of(self, name: str) -> int | None:
+        try:
+            params = list(inspect.signature(self.fn).parameters)
+        except (TypeError, ValueError):
+            return None
+        return params.index(name) if name in params else None
+
+    def _note_unused_donations(self, entry) -> None:
+        if entry.unused_donations:
+            warnings.warn(DonationWarning(
+                f"{self.name}: the donated argument {', '.join(map(repr, entry.unused_donations))}"
+                " cannot be donated: no result of the program has its element type and shape, so "
+                "XLA has no use for the buffer (the array stays readable). Donate the "
+                "arguments the results replace, such as parameters and optimiser state"),
+                stacklevel=5)
 
     def _forget_staged(self) -> None:
         """Drop every signature: a variable the staged programs read was rebound."""
         with self._lock:
             if self._bindings and moved(self._bindings):
                 self._bindings = ()
-                self._entries.clear()  # its on_evict empties the fast table too
+                self._entries.clear()  # its on_evict empties the plans too
 
     #: Whether compiling many signatures warns (eager modules of stdlib functions do not:
     #: their signatures are the user's many eager calls, not a mistake).
@@ -275,7 +243,7 @@ class Compiled:
             + (f"; this call differs from the nearest compiled one in {why}" if why else "")
             + ". Each new signature stages and compiles the function again: pass values "
             "that change from call to call as arrays, not as Python values or new shapes "
-            "(hlodsl.config.recompile_warning sets when this warns)"), stacklevel=4)
+            "(hlodsl.config.recompile_warning sets when this warns)"), stacklevel=5)
 
     def _note_identity_statics(self, by_identity: list) -> None:
         """Warn, once per argument, of a static argument keyed by its identity: the program
@@ -291,7 +259,7 @@ class Compiled:
                 f"staging read from it: mutating it (e.g. {path}.attr = ...) will not "
                 "recompile, and later calls run the old values. Pass a value instead: a "
                 "frozen attrs class or frozen dataclass (compared by value), a tuple or "
-                "namedtuple, or pass what changes as arrays"), stacklevel=4)
+                "namedtuple, or pass what changes as arrays"), stacklevel=5)
 
     def _difference(self, described: dict) -> str:
         """How ``described`` differs from the nearest signature still cached."""
@@ -358,24 +326,22 @@ class Compiled:
             ins = [s if s is not None or not a._sharded else sharding_of(a._buf)
                    for s, a in zip(ins, leaves)]
             return _SHARDED[0].build(staged, self.name, ins, outs, given)
+        donated = self._donated_leaves(args, kwargs)
         return build_entry(stage(self.staged_fn, args, kwargs, self.name), self.name,
-                           self.passes, self.memory_limit)
+                           self.passes, self.memory_limit, donated)
 
     def entry(self, *args, **kwargs) -> Entry:
         """The cache entry for this signature, staging and compiling if needed."""
         if self._bindings and moved(self._bindings):
             self._forget_staged()
-        leaves, key = self._signature(args, kwargs)
-        entry = self._entries.get(key)
-        if entry is None:
-            args, kwargs = lift_arguments(args, kwargs, *self._static)
-            entry = self._compile_entry(key, args, kwargs, leaves)
-        return entry
+        return self._general(args, kwargs)[2][0]
 
     def memory_stats(self, *args, **kwargs) -> dict[str, int]:
         """XLA's compiled memory statistics (bytes) of this signature, known without running:
-        ``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``,
-        ``temp_size_in_bytes``, ``generated_code_size_in_bytes``.
+        ``argument_size_in_bytes``, ``output_size_in_bytes``, ``alias_size_in_bytes``
+        (results that reuse donated arguments' buffers), ``temp_size_in_bytes``,
+        ``generated_code_size_in_bytes`` and, where the jaxlib reports it,
+        ``peak_memory_in_bytes``.
 
         >>> import numpy as np, hlodsl as hd
         >>> f = hd.compile(lambda x: (x * 2).sum())
@@ -440,7 +406,8 @@ def _short(value) -> str:
 
 def compile(fn=None, *, name: str | None = None, convert: bool = True,
             cache_size: int | None = None, memory_limit=None, passes=None,
-            in_shardings=None, out_shardings=None, static_argnums=None, static_argnames=None):
+            in_shardings=None, out_shardings=None, static_argnums=None, static_argnames=None,
+            donate_argnums=None, donate_argnames=None):
     """Stage ``fn`` into one HLO module per signature and run it with XLA.
 
     Usable as ``compile(f)`` or as a decorator ``@compile``. Arrays in the
@@ -469,13 +436,44 @@ def compile(fn=None, *, name: str | None = None, convert: bool = True,
     argument / result, nested like them; None leaves one to its own layout or,
     for results, to XLA) and compile the program with XLA's SPMD partitioner
     (docs/sharding.md). Sharded arguments alone do the same without them.
+
+    ``donate_argnums`` / ``donate_argnames`` hand the buffers of those arguments'
+    arrays over to the results (XLA's input/output aliasing): a training step that
+    replaces its parameters then needs no second copy of them. A donated array
+    cannot be read after the call (``hd.DonatedArrayError`` names the call); one
+    with no result of its element type and shape is not donated (a
+    ``hd.DonationWarning`` says so), nor is a rank-0 array (docs/memory.md).
     """
     options = (name, convert, cache_size, memory_limit, passes, in_shardings, out_shardings,
-               static_argnums, static_argnames)
+               static_argnums, static_argnames, donate_argnums, donate_argnames)
     if fn is None:
         return lambda f: Compiled(f, *options)
-    if isinstance(fn, Compiled) and options[3:] == (None,) * 6:
+    if isinstance(fn, Compiled) and options[3:] == (None,) * 8:
         return fn
     if isinstance(fn, Compiled):
         fn = fn.fn
     return Compiled(fn, *options)
+
+
+def _donated_positions(fn, name: str, donate_argnums, donate_argnames, static):
+    """``(positions, names)`` of the donated arguments, checked against ``fn``'s signature
+    and the static ones."""
+    pos, names = static_positions(fn, name, donate_argnums, donate_argnames, "donate")
+    both = sorted(names & static[1]) or sorted(pos & static[0])
+    if both:
+        raise ValueError(f"compile({name}): argument {both[0]!r} is both static and donated "
+                         "(static_argnums/names and donate_argnums/names); a static argument "
+                         "holds no buffer to donate")
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return pos, names
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return pos, names
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    wrong = sorted(i for i in pos if not 0 <= i < n)
+    if wrong:
+        raise ValueError(f"compile({name}): donate_argnums={donate_argnums!r} is out of range: "
+                         f"{name}{inspect.signature(fn)} has {n} positional parameter"
+                         f"{'s' * (n != 1)}")
+    return pos, names

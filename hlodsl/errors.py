@@ -17,7 +17,8 @@ from .context import STATE
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
     "ExportError",
-    "NoMethodError", "ArraySizeError", "RecompileWarning", "StaticArgumentWarning",
+    "NoMethodError", "ArraySizeError", "DonatedArrayError", "RecompileWarning",
+    "StaticArgumentWarning", "DonationWarning",
     "SourceLocation", "user_location", "require",
 ]
 
@@ -106,6 +107,12 @@ class NoMethodError(HloDslError, plum.NotFoundLookupError, TypeError):
         return type(self), (self.args[0], self.f_name)
 
 
+class DonatedArrayError(HloDslError, RuntimeError):
+    """An array was read after a compiled call took over its buffer (``hd.compile(f,
+    donate_argnums=...)``): the message names that call. A ``RuntimeError``, as jax
+    raises for a deleted array."""
+
+
 class RecompileWarning(UserWarning):
     """A compiled function keeps compiling new signatures (``hlodsl.config.recompile_warning``)."""
 
@@ -113,6 +120,11 @@ class RecompileWarning(UserWarning):
 class StaticArgumentWarning(UserWarning):
     """A static argument of a compiled function is keyed by identity: mutating it does not
     recompile (docs/staging.md, "Static arguments")."""
+
+
+class DonationWarning(UserWarning):
+    """A donated argument could not be donated: no result of the compiled program has its
+    element type and shape, so XLA has nowhere to reuse its buffer (it stays readable)."""
 
 
 class SourceLocation(NamedTuple):

@@ -232,6 +232,9 @@ def _code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=N
         if f.sharded or any_sharded(flatten((args, kwargs))[0]):
             entry = f.entry(*args, **kwargs)  # the annotated program XLA partitions
             return _hlo(entry.text if metadata else _METADATA.sub("", entry.text), entry.text)
+        if f.donates:  # the module with its input_output_alias header, as compiled
+            text = f.entry(*args, **kwargs).exe.text
+            return _hlo(text if metadata else _METADATA.sub("", text), text)
         if f.passes is not None or f.memory_limit is not None:
             entry = f.entry(*args, **kwargs)  # the rewritten program its calls run
             return _hlo(module_text(entry.staged.computation, f.name, metadata=metadata),

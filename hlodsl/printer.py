@@ -39,8 +39,10 @@ class PrintContext:
     """Collects sub-computations while an op prints its attributes."""
 
     def __init__(self, metadata: bool = True, manual_sharding: bool = False,
-                 param_attributes: dict[int, str] | None = None):
+                 param_attributes: dict[int, str] | None = None,
+                 aliases: tuple[tuple[int | None, int], ...] = ()):
         self.metadata = metadata
+        self.aliases = aliases  # (result index or None for the whole result, parameter)
         self.param_attributes = {} if param_attributes is None else param_attributes
         self.manual_sharding = manual_sharding
         self.blocks: list[str] = []  # printed sub-computations, dependencies first
@@ -113,6 +115,10 @@ class PrintContext:
 
             meshes = ", ".join(f"{n} = {sdy_mesh(m)}" for m, n in self.meshes.items())
             header += f", frontend_attributes={{xla.sdy.meshes={{{meshes}}}}}"
+        if self.aliases:  # donated parameters whose buffers results reuse (hd.compile donate_*)
+            pairs = ", ".join(f"{{{'' if k is None else k}}}: ({p}, {{}}, may-alias)"
+                              for k, p in self.aliases)
+            header += f", input_output_alias={{ {pairs} }}"
         header += "\n\n"
         return header + "\n".join(self.blocks) + ("\n" if self.blocks else "") + \
             f"ENTRY {self._fresh(_ident(name))} {{\n{body}}}\n"
@@ -152,13 +158,17 @@ def _manual_sharding(t) -> str:
 
 def module_text(entry: Computation, name: str | None = None, metadata: bool = True,
                 manual_sharding: bool = False,
-                param_attributes: dict[int, str] | None = None) -> str:
+                param_attributes: dict[int, str] | None = None,
+                aliases: tuple[tuple[int | None, int], ...] = ()) -> str:
     """The whole HLO module for ``entry`` as XLA's text format.
 
     ``manual_sharding`` marks every instruction ``sharding={manual}``: each SPMD
     partition runs the program on its own data, as code with explicit
     collectives across partitions expects. ``param_attributes`` appends text
-    (a sharding annotation) to entry parameters by position.
+    (a sharding annotation) to entry parameters by position. ``aliases`` pairs
+    results with the parameters whose buffers they may reuse (``(result index, parameter)``,
+    result index None for a result that is not a tuple): XLA's ``input_output_alias``,
+    what buffer donation compiles to.
     """
-    return PrintContext(metadata, manual_sharding, param_attributes).entry(
+    return PrintContext(metadata, manual_sharding, param_attributes, aliases).entry(
         entry, name or entry.name)

@@ -43,7 +43,7 @@ _x64 = jax.enable_x64
 
 __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compile_hlo",
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
-           "is_buffer", "adopt", "copy_buffer", "check_process", "wait",
+           "is_buffer", "adopt", "copy_buffer", "check_process", "wait", "is_deleted",
            "COMPILER_OPTIONS", "compiler_options", "versions",
            "portable_artifact", "artifact_module", "stablehlo_text", "artifact_mlir_text"]
 
@@ -177,6 +177,11 @@ def copy_buffer(buf):
         return jax.device_put(buf, device, may_alias=False).block_until_ready()
 
 
+def is_deleted(buf) -> bool:
+    """Whether PJRT has deleted ``buf`` (a compiled call it was donated to took it over)."""
+    return buf.is_deleted()
+
+
 def wait(buf) -> None:
     """Return once the computation writing ``buf`` has finished."""
     check_process()  # a forked child cannot wait on its parent's XLA
@@ -295,7 +300,11 @@ class Executable:
         s = self._exe.get_compiled_memory_stats()
         keys = ("argument_size_in_bytes", "output_size_in_bytes",
                 "alias_size_in_bytes", "temp_size_in_bytes", "generated_code_size_in_bytes")
-        return {k: getattr(s, k) for k in keys}
+        out = {k: getattr(s, k) for k in keys}
+        peak = getattr(s, "peak_memory_in_bytes", None)  # (jaxlib 0.10.2: arguments, results
+        if peak is not None:  # and temporaries live at once, aliased buffers counted once)
+            out["peak_memory_in_bytes"] = peak
+        return out
 
 
 def lapack_kernels() -> bool:

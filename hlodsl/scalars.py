@@ -111,17 +111,18 @@ def lift_arguments(args: tuple, kwargs: dict, static_pos: frozenset, static_name
     return new_args, {k: v if k in static_names else _lift(v) for k, v in kwargs.items()}
 
 
-def static_positions(fn, name: str, static_argnums, static_argnames):
+def static_positions(fn, name: str, static_argnums, static_argnames, kind: str = "static"):
     """``(positions, names)`` of the static arguments: argnums, and argnames mapped to
-    positions through ``fn``'s signature (keyword uses keep the name)."""
+    positions through ``fn``'s signature (keyword uses keep the name). ``kind`` names
+    the options in errors (``"donate"``: ``donate_argnums``, read the same way)."""
     nums = () if static_argnums is None else (
         (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
     names = () if static_argnames is None else (
         (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in nums):
-        raise TypeError(f"compile({name}): static_argnums must be ints, got {static_argnums!r}")
+        raise TypeError(f"compile({name}): {kind}_argnums must be ints, got {static_argnums!r}")
     if not all(isinstance(n, str) for n in names):
-        raise TypeError(f"compile({name}): static_argnames must be strings, got "
+        raise TypeError(f"compile({name}): {kind}_argnames must be strings, got "
                         f"{static_argnames!r}")
     try:
         params = list(inspect.signature(fn).parameters.values())
@@ -133,7 +134,7 @@ def static_positions(fn, name: str, static_argnums, static_argnames):
     has_var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
     for n in names:
         if params and n not in known and not has_var_kw:
-            raise ValueError(f"compile({name}): static_argnames names {n!r}, which is not a "
+            raise ValueError(f"compile({name}): {kind}_argnames names {n!r}, which is not a "
                              f"parameter of {name}{inspect.signature(fn)}")
     pos = {i if i >= 0 else len(positional) + i for i in nums}
     pos |= {positional.index(n) for n in names if n in positional}
