@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
+from benchmarks.foundation import dense, dict_params  # the benchmark's own workloads
 from hlodsl import cache, runtime, staging
 
 pytestmark = pytest.mark.compat  # execute and result handlers: jaxlib-release sensitive
@@ -15,19 +16,6 @@ pytestmark = pytest.mark.compat  # execute and result handlers: jaxlib-release s
 
 def _rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-
-
-def dense(W, x, b):
-    return W @ x + b
-
-
-def dict_params(params, *xs):
-    s = params["w0"][0]
-    for k in params:
-        s = s + params[k][0]
-    for x in xs:
-        s = s + x
-    return s
 
 
 def _compiles() -> int:
