@@ -31,8 +31,10 @@ def test_split_workloads_equal_the_programs_as_written(tmp_path, workload):
     row, split = _results(tmp_path, workload, "hlodsl-limit")
     _, naive = _results(tmp_path, workload, "hlodsl")
     assert row["temp_bytes"] <= LIMIT and row["time_s"] > 0
-    if workload != "chain":  # the chain only reorders; the others must loop
-        assert "slices of" in row["report"], row["report"]
+    # The chain only reorders. The others loop, or (kNN at this size) the distance
+    # rewrite alone makes them fit and the cost model leaves them whole.
+    if workload != "chain":
+        assert "slices of" in row["report"] or "-> one dot" in row["report"], row["report"]
     for a, b in zip(split, naive, strict=True):
         if np.issubdtype(b.dtype, np.integer):
             assert np.mean(a == b) > 0.95  # near-ties may swap neighbours

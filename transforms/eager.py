@@ -207,7 +207,7 @@ class FastPath:
         self.generic = generic
         #: argument types -> (plum's decision, the Compiled, how each argument is
         #: passed (None: all arrays), the range an int argument must fall in, the
-        #: Compiled's table of positional-array signatures, and the key there of an
+        #: Compiled's plans by argument classes (hlodsl.call), and the key there of an
         #: all-array signature)
         self.table: dict[tuple, tuple] = {}
 
@@ -238,10 +238,11 @@ class FastPath:
                 lifted.append(a)
             # The scalars' classes follow hlodsl.config.default_float: read, not remembered.
             key = tuple(map(type, lifted))
-        # The Compiled's own fast table (what its __call__ reads first); a signature
-        # it evicted since is compiled again through the call.
+        # The Compiled's own plan of an arrays-only signature (what its __call__ reads
+        # first: a cell [entry, used]); a signature it evicted since, or one it plans
+        # otherwise, is compiled again or run through the call.
         cell = cells.get(key) if cells is not None else None
-        if cell is None:
+        if type(cell) is not list:
             return compiled(*lifted)
         cell[1] = True
         return cell[0].run(lifted)
@@ -277,7 +278,7 @@ class FastPath:
         ranges = _integer_ranges(args) + [(-2**63, 2**63 - 1)]
         lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
         self._bound()
-        cells = getattr(compiled[0], "_fast", None)  # absent: every hit calls the Compiled
+        cells = getattr(compiled[0], "_plans", None)  # absent: every hit calls the Compiled
         self.table[types] = (decision, compiled[0], None if set(kinds) == {_ARRAY} else kinds,
                              lo, hi, cells, types)
         return True
