@@ -6,8 +6,10 @@ while the optimiser stays bound to the same object.
 """
 
 import numpy as np
-import optax
 import pytest
+
+optax = pytest.importorskip("optax", reason="optax is the oracle of the optimisers "
+                            "(the 'test' extra installs it; .ci/compat installs test-core)")
 
 import hlodsl as hd
 from hlodsl.bindings import Binding, bindings, moved
