@@ -214,7 +214,8 @@ def _print(rows: list[dict]) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.memory",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=("fits", "full"), default="fits")
+    parser.add_argument("--size", choices=("fits", "full", "large"), default="fits",
+                        help="large: kNN only, 10^4 queries x 10^7 points")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--limit", type=int, default=GiB, help="memory_limit in bytes (1 GiB)")
     parser.add_argument("--max-naive", type=int, default=6 * GiB,
@@ -242,6 +243,9 @@ def main(argv=None) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for workload in args.workloads.split(","):
+            if args.size not in SIZES[workload]:
+                print(f"  {workload}: no size {args.size!r}", file=sys.stderr)
+                continue
             impls = ("hlodsl-limit", "hlodsl", "jax.jit") + PEERS.get(workload, ())
             saved = {}
             for impl in impls:

@@ -15,8 +15,10 @@ from .rewrite import nbytes, rewrite, users
 from .distances import Distances
 from .matrix_chain import MatrixChain
 from .split import Split
+from .top_k import BlockedTopK
 
 __all__ = ["Pass", "PassContext", "Report", "run_passes", "compile_with_passes",
-           "default_passes", "rewrite", "users", "nbytes", "Split", "MatrixChain", "Distances"]
+           "default_passes", "rewrite", "users", "nbytes", "Split", "MatrixChain", "Distances",
+           "BlockedTopK"]
 
 _compiler.use_pipeline(compile_with_passes)

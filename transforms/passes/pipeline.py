@@ -98,8 +98,9 @@ def default_passes(memory_limit: int | None) -> tuple[Pass, ...]:
     from .distances import Distances
     from .matrix_chain import MatrixChain
     from .split import Split
+    from .top_k import BlockedTopK
 
-    return (MatrixChain(), Distances(), Split())
+    return (MatrixChain(), Distances(), Split(), BlockedTopK())
 
 
 def compile_with_passes(staged: Staged, passes, memory_limit: int | None,

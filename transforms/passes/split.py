@@ -38,8 +38,8 @@ from hlodsl.array import Array
 from hlodsl.context import STATE
 from hlodsl.graph import Builder, Computation, Node
 from hlodsl.interpret import apply_node
-from hlodsl.ops import (Add, Broadcast, Compare, Concatenate, Convert, Dot, DynamicSlice,
-                        DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, Select, TopK)
+from hlodsl.ops import (Add, Broadcast, Concatenate, Convert, Dot, DynamicSlice,
+                        DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, TopK)
 from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
 from hlodsl.transforms.control import fori_loop
 
@@ -48,6 +48,7 @@ from .pipeline import PassContext
 from .rewrite import nbytes, parameters_like, root_of
 from .split_plan import Loop, input_views, loops, plan
 from .split_rules import operand_dims, shape_of, sliced_op
+from .top_k import take
 
 __all__ = ["Split"]
 
@@ -164,7 +165,8 @@ def _chunk(comp: Computation, lp: Loop, chunk: int) -> int:
 
     ``chunk`` is what the cost model allows; a top-k merged over slices needs
     slices of at least k (the last one may be shorter). A size within a factor
-    2 that divides the dimension is preferred, to save the shorter last slice;
+    2 that divides the dimension is preferred, to save the shorter last slice
+    (for a top-k, one that is a multiple of 32 first: ``BlockedTopK``'s groups);
     otherwise the slice and that last one together take what the model allows.
     """
     region = lp.region
@@ -174,6 +176,8 @@ def _chunk(comp: Computation, lp: Loop, chunk: int) -> int:
     if chunk >= n:
         return 0
     exact = [c for c in range(chunk, max(chunk // 2, least) - 1, -1) if n % c == 0]
+    if least > 1:  # slices BlockedTopK can cut into whole groups (no short one to append)
+        exact = [c for c in exact if c % 32 == 0] + exact
     if exact:
         return exact[0]
     # The shorter last slice runs after the loop, in buffers of its own (measured):
@@ -392,19 +396,12 @@ def _top_k_part(node: Node, x: Array, offset) -> tuple[Array, Array]:
 
 def _merge_top_k(node: Node, best: tuple, part: tuple) -> tuple[Array, Array]:
     """The best ``k`` of the best so far and a slice's: top-k of the two side by side
-    (the earlier first, so ties keep the lower index), indices picked by position."""
+    (the earlier first, so ties keep the lower index), indices taken by position."""
     last = len(best[0].type.shape) - 1
     values = Concatenate(last)(best[0], part[0])
     idx = Concatenate(last)(best[1], part[1])
     top, pos = node.op(values)
-    # idx[..., pos[..., j]] for each j, as a one-hot sum over the 2k candidates (small).
-    shape = pos.type.shape + (idx.type.shape[last],)
-    dims = tuple(range(last + 1))
-    hit = Compare("EQ")(Broadcast(shape, dims)(pos), Iota(np.int32, shape, last + 1)())
-    rows = Broadcast(shape, tuple(range(last)) + (last + 1,))(idx)
-    zero = _const(np.int32(0))
-    picked = Select()(hit, rows, Broadcast(shape, ())(zero))
-    return top, Reduce(Add(), (last + 1,))(picked, zero)
+    return top, take(idx, pos)
 
 
 def _filled(t, value) -> Array:
