@@ -192,3 +192,35 @@ def test_top_k_along_the_sliced_dimension_merges_slices(rows, n, k, seed):
     assert "slices of" in split.report(x)
     for got, want in zip(split(x), hd.compile(fn)(x), strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@FEW
+@given(n=st.integers(50_000, 200_000), largest=st.booleans(), seed=st.integers(0, 99))
+def test_arg_max_over_the_split_dimension(n, largest, seed):
+    """A variadic (value, index) reduction along the sliced dimension: each slice's
+    arg-max merged with the best so far by the reduction's own computation; ties
+    (small integers: many) keep the lower index, as unsplit."""
+    rng = np.random.default_rng(seed)
+    x = hd.array(rng.integers(0, 4, size=(1, 16)).astype(np.float32))
+    y = hd.array(rng.integers(0, 4, size=(n, 16)).astype(np.float32))
+    arg = xp.argmax if largest else xp.argmin
+    fn = lambda x, y: arg(x @ xp.matrix_transpose(y) * 0.5 + 1.0, axis=1)  # noqa: E731
+    limit = n * 4 // 2
+    split = hd.compile(fn, memory_limit=limit, passes=SPLIT)
+    report = split.report(x, y)
+    assert "slices of" in report and "along dimension 1" in report, report
+    assert split.memory_stats(x, y)["temp_size_in_bytes"] <= limit
+    np.testing.assert_array_equal(np.asarray(split(x, y)), np.asarray(hd.compile(fn)(x, y)))
+
+
+def test_attention_with_few_queries_and_a_million_keys_under_24_mib():
+    """16 queries against 2**20 keys: the (16, 2**20) scores (64 MiB) never exist whole."""
+    rng = np.random.default_rng(3)
+    q = hd.array(rng.normal(size=(16, 8)).astype(np.float32))
+    k, v = (hd.array(rng.normal(size=(2 ** 20, 8)).astype(np.float32)) for _ in range(2))
+    limit = 24 * 2 ** 20
+    split = hd.compile(attention, memory_limit=limit, passes=SPLIT)
+    assert "slices of" in split.report(q, k, v)
+    assert split.memory_stats(q, k, v)["temp_size_in_bytes"] <= limit
+    np.testing.assert_allclose(np.asarray(split(q, k, v)),
+                               np.asarray(hd.compile(attention)(q, k, v)), rtol=1e-4, atol=1e-6)

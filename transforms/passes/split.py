@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from hlodsl.array import Array
@@ -39,7 +40,7 @@ from hlodsl.context import STATE
 from hlodsl.graph import Builder, Computation, Node
 from hlodsl.interpret import apply_node
 from hlodsl.ops import (Add, Broadcast, Concatenate, Convert, Dot, DynamicSlice,
-                        DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, TopK)
+                        DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, Reshape, TopK)
 from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
 from hlodsl.transforms.control import fori_loop
 
@@ -359,8 +360,13 @@ def _run_loop(lp: Loop, env: dict, views: set[int]) -> None:
             out.append(DynamicUpdateSlice()(cur, part, *_starts(offset, d, len(cur.type.shape))))
         for a, kind, cur, part in zip(lp.accs, kinds, state[len(lp.exits):],
                                       parts[len(lp.exits):]):
-            out.append(_merge_top_k(a, cur, part) if kind == "topk"
-                       else _COMBINE[kind]()(cur, part))
+            if kind == "topk":
+                out.append(_merge_top_k(a, cur, part))
+            elif kind == "reduce":
+                # A reader of its own: views it makes inside the loop stay there.
+                out.append(_merge_reduce(a, cur, part, _reader(env, views)))
+            else:
+                out.append(_COMBINE[kind]()(cur, part))
         return tuple(out)
 
     # The first slice starts the state (no identity element needed: top-k has none).
@@ -402,6 +408,19 @@ def _merge_top_k(node: Node, best: tuple, part: tuple) -> tuple[Array, Array]:
     idx = Concatenate(last)(best[1], part[1])
     top, pos = node.op(values)
     return top, take(idx, pos)
+
+
+def _merge_reduce(node: Node, best, part, read) -> object:
+    """The reduction of the partial results so far and a slice's, by the node's own
+    computation: the two side by side along a new last dimension, reduced over it
+    (the earlier first), with the node's initial values."""
+    n = len(node.operands) // 2
+    best, part = (best, part) if n > 1 else ((best,), (part,))
+    rank = len(best[0].type.shape)
+    pairs = [Concatenate(rank)(*(Reshape(x.type.shape + (1,))(x) for x in (b, p)))
+             for b, p in zip(best, part)]
+    inits = [read(o) for o in node.operands[n:]]
+    return attrs.evolve(node.op, dimensions=(rank,))(*pairs, *inits)
 
 
 def _filled(t, value) -> Array:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import attrs
 
 from hlodsl.graph import Computation, Node
-from hlodsl.ops import Broadcast, Convert, Copy, Reshape, Slice, Transpose
+from hlodsl.ops import Broadcast, Convert, Copy, Reduce, Reshape, Slice, Transpose
 from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
 
 from .rewrite import nbytes, users
@@ -137,6 +137,12 @@ def grow(seed: Node, d: int, use: dict, big: set[int], taken: dict) -> Region:
                     if id(u) in region.dims:
                         raise _Conflict(f"{u.op!r} both reduces and keeps the sliced dimension")
                     region.accs[id(u)] = accumulation(u, i, dim)
+                    # A variadic reduction's other operands (an arg-max's indices)
+                    # are sliced with this one, in the same loop.
+                    if isinstance(u.op, Reduce):
+                        for o, od in zip(u.operands, region.accs[id(u)][1]):
+                            if od is not None and o is not node:
+                                claim(o, od)
                     if id(u) in big:
                         region.problems.append(f"{u.op!r} accumulates all of {u.type}")
                 elif id(node) in big:

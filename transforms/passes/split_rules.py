@@ -139,7 +139,9 @@ def accumulation(node: Node, i: int, d: int) -> tuple[str, list[int | None]] | N
     """How slices of operand ``i`` along ``d`` give partial results of ``node``.
 
     ``(kind, dims)``: ``kind`` the binary op combining partial results ('add',
-    'max', 'min', 'mul'; 'topk' for a top-k along ``d``), ``dims`` the dimension to slice for each operand
+    'max', 'min', 'mul'; 'topk' for a top-k along ``d``; 'reduce' for a reduction whose
+    partial results combine by its own computation, as a variadic arg-max's),
+    ``dims`` the dimension to slice for each operand
     (None: whole). None where the node does not reduce over ``d`` that way.
     """
     op = node.op
@@ -151,10 +153,12 @@ def accumulation(node: Node, i: int, d: int) -> tuple[str, list[int | None]] | N
         return "add", [op.lhs_contracting[k], op.rhs_contracting[k]]
     if isinstance(op, TopK) and d == len(node.operands[0].type.shape) - 1:
         return "topk", [d]  # merged: the best k of the best so far and the slice's
-    if isinstance(op, Reduce) and len(node.operands) == 2 and d in op.dimensions and i == 0:
-        kind = reduction_kind(op, node.operands[0].type.dtype)
-        if kind in ("add", "max", "min", "mul"):
-            return kind, [d, None]
+    n = len(node.operands) // 2
+    if isinstance(op, Reduce) and d in op.dimensions and i < n:
+        kind = reduction_kind(op, node.operands[0].type.dtype) if n == 1 else None
+        if kind not in ("add", "max", "min", "mul"):
+            kind = "reduce"  # any other (an arg-max's (value, index) pairs): its own computation
+        return kind, [d] * n + [None] * n
     return None
 
 
