@@ -18,7 +18,11 @@ result is ready and the two sides' repeats interleaved (``benchmarks.timing``):
 6. ``attention``: softmax attention forward + backward, 8 heads x 16384 x 64 f32,
    hlodsl under ``memory_limit="4GiB"`` (``benchmarks.memory_models``'s programs),
    with both sides' temporary bytes as XLA counts them;
-7. ``linalg``: solve, eigh, svd, qr and cholesky at n = 1024 f32.
+7. ``sdpa``: ``nn.dot_product_attention`` forward + backward in bf16 (B1 T16384 N8 H64),
+   the composite under ``memory_limit="4GiB"``, against jax's fused cuDNN attention
+   (``implementation="cudnn"``; jax's composite off a GPU) and torch's
+   ``scaled_dot_product_attention`` when torch sees CUDA;
+8. ``linalg``: solve, eigh, svd, qr and cholesky at n = 1024 f32.
 
 ``--quick`` shrinks every size so that the whole run takes about a minute on
 two CPU cores (the rehearsal of the device run: same code, rough numbers);
@@ -59,10 +63,10 @@ PEAK_TFLOPS = {
 SIZES = {
     "full": dict(gemm=8192, block=(16, 512, 1024, 16, 4096), vgg_batch=32,
                  lstm=(200, 64, 1024, 256), attention=dict(b=1, h=8, s=16384, e=64),
-                 attention_limit="4GiB", linalg=1024),
+                 attention_limit="4GiB", linalg=1024, sdpa=(1, 16384, 8, 64), sdpa_limit="4GiB"),
     "quick": dict(gemm=256, block=(2, 32, 64, 4, 128), vgg_batch=1,
                   lstm=(10, 4, 32, 16), attention=dict(b=1, h=8, s=1024, e=64),
-                  attention_limit="32MiB", linalg=64),
+                  attention_limit="32MiB", linalg=64, sdpa=(1, 512, 8, 64), sdpa_limit="12MiB"),
 }
 
 
@@ -290,8 +294,82 @@ def attention(cfg: Settings, size: dict) -> list[dict]:
                 _ns(f=f, jf=jf, ha=ha, ja=ja), _heavy(cfg))
     shape = "x".join(str(dims[k]) for k in ("b", "h", "s", "e"))
     return [row(SECTION, f"attention forward + backward {shape} f32, memory_limit={limit!r} "
-                         f"(XLA temp {_bytes(ours_temp)} against jax's {_bytes(peer_temp)})", "hd.compile(memory_limit)", t["ours"], "jax.jit", t["peer"],
+                         f"(XLA temp {_bytes(ours_temp)} against jax's {_bytes(peer_temp)})",
+                "hd.compile(memory_limit)", t["ours"], "jax.jit", t["peer"],
                 unit="ms")]
+
+
+def sdpa(cfg: Settings, size: dict) -> list[dict]:
+    """``nn.dot_product_attention`` (the composite, under a memory limit) against jax's
+    fused cuDNN attention and torch's SDPA on a GPU (jax's composite elsewhere), bf16."""
+    import jax
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    import hlodsl as hd
+    import hlodsl.stdlib as xp
+    from hlodsl.stdlib import nn
+
+    b, t_, n, h = size["sdpa"]
+    limit = size["sdpa_limit"]
+    rng = np.random.default_rng(11)
+    q, k, v, w = (rng.standard_normal((b, t_, n, h)).astype(ml_dtypes.bfloat16)
+                  for _ in range(4))
+    impl = "cudnn" if jax.devices()[0].platform == "gpu" else "xla"
+
+    def loss_hd(q, k, v, w):
+        return xp.sum(xp.astype(nn.dot_product_attention(q, k, v) * w, xp.float32))
+
+    def loss_jax(q, k, v, w):
+        out = jax.nn.dot_product_attention(q, k, v, implementation=impl)
+        return jnp.sum((out * w).astype(jnp.float32))
+
+    f = hd.compile(hd.grad(loss_hd, argnums=(0, 1, 2)), memory_limit=limit)
+    jf = jax.jit(jax.grad(loss_jax, argnums=(0, 1, 2)))
+    ha, ja = [hd.array(a) for a in (q, k, v, w)], [jax.device_put(a) for a in (q, k, v, w)]
+    for a, b_ in zip(f(*ha), jf(*ja), strict=True):
+        a, b_ = np.asarray(a, np.float32), np.asarray(b_, np.float32)
+        assert np.linalg.norm(a - b_) <= 3e-2 * np.linalg.norm(b_), "attention gradients differ"
+    fns = {"ours": lambda: hd.block_until_ready(f(*ha)),
+           "jax": lambda: jax.block_until_ready(jf(*ja))}
+    torch_step = _torch_sdpa_step(q, k, v, w)
+    if torch_step is not None:
+        fns["torch"] = torch_step
+    from .vgg19 import _interleaved
+
+    t = _interleaved(fns, 3 if cfg.quick else 21)
+    case = (f"attention forward + backward B{b} T{t_} N{n} H{h} bf16, hlodsl's composite "
+            f"under memory_limit={limit!r}")
+    rows = [row(SECTION, case, "nn.dot_product_attention", t["ours"],
+                f"jax.nn.dot_product_attention({impl})", t["jax"], unit="ms")]
+    if "torch" in t:
+        rows.append(row(SECTION, case, "nn.dot_product_attention", t["ours"],
+                        "torch scaled_dot_product_attention (CUDA)", t["torch"], unit="ms"))
+    return rows
+
+
+def _torch_sdpa_step(q, k, v, w):
+    """torch SDPA forward + backward on CUDA in (B, N, T, H), or None without CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+
+    def dev(a, grad):
+        x = torch.from_numpy(np.asarray(a, np.float32)).cuda().to(torch.bfloat16)
+        return x.transpose(1, 2).contiguous().requires_grad_(grad)
+
+    tq, tk, tv, tw = dev(q, True), dev(k, True), dev(v, True), dev(w, False)
+
+    def step():
+        tq.grad = tk.grad = tv.grad = None
+        out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv)
+        (out * tw).float().sum().backward()
+        torch.cuda.synchronize()
+
+    return step
 
 
 def _bytes(n: int) -> str:
@@ -339,7 +417,7 @@ def linalg(cfg: Settings, size: dict) -> list[dict]:
 
 #: The rows in the issue's order, by name (``--rows``).
 ROWS = {"dense": dense, "gemm": gemm, "transformer": transformer, "vgg19": vgg19,
-        "lstm": lstm, "attention": attention, "linalg": linalg}
+        "lstm": lstm, "attention": attention, "sdpa": sdpa, "linalg": linalg}
 
 
 def run(quick: bool = False, rows: tuple[str, ...] = tuple(ROWS), log=None) -> dict:

@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:  # `benchmarks` is a top-level folder, not install
 
 from benchmarks import gpu  # noqa: E402
 
-CHEAP = ("dense", "gemm", "lstm", "attention", "linalg")
+CHEAP = ("dense", "gemm", "lstm", "attention", "sdpa", "linalg")
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_quick_rows_give_positive_finite_times(quick):
     assert quick["device"].startswith(("cpu", "gpu", "cuda"))
     cases = [r["case"] for r in quick["rows"]]
     # one row each, two for GEMM (bf16, f32), five for linalg
-    assert len(cases) == 1 + 2 + 1 + 1 + 5, cases
+    assert len(cases) == 1 + 2 + 1 + 1 + 1 + 5, cases
     assert any("bf16" in c for c in cases) and any("cholesky" in c for c in cases)
     for r in quick["rows"]:
         for key in ("ours_s", "peer_s", "ratio"):
@@ -40,7 +40,7 @@ def test_quick_rows_give_positive_finite_times(quick):
 
 
 def test_attention_row_reports_it_ran_under_its_limit(quick):
-    (case,) = [r["case"] for r in quick["rows"] if r["case"].startswith("attention")]
+    (case,) = [r["case"] for r in quick["rows"] if "XLA temp" in r["case"]]
     limit = gpu.SIZES["quick"]["attention_limit"]
     assert f"memory_limit={limit!r}" in case
     ours = float(case.split("XLA temp ")[1].split(" MiB")[0])
