@@ -36,31 +36,34 @@ SECTION = "11. held-out workloads"
 B, T, D, H, F = 8, 128, 256, 8, 1024
 
 
-def _block_params(seed=0):
+def _block_params(seed=0, d=D, f=F):
+    """The block's weights at width ``d`` and MLP width ``f`` (benchmarks/gpu.py: larger)."""
     rng = np.random.default_rng(seed)
 
     def w(*shape):
         return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
 
-    return {"wq": w(D, D), "wk": w(D, D), "wv": w(D, D), "wo": w(D, D),
-            "w1": w(D, F), "w2": w(F, D), "g1": np.ones(D, np.float32),
-            "g2": np.ones(D, np.float32)}
+    return {"wq": w(d, d), "wk": w(d, d), "wv": w(d, d), "wo": w(d, d),
+            "w1": w(d, f), "w2": w(f, d), "g1": np.ones(d, np.float32),
+            "g2": np.ones(d, np.float32)}
 
 
-def _block(xp, p, x):
+def _block(xp, p, x, heads=H):
+    """The block on ``x`` of shape (batch, tokens, width), its sizes read from ``x``."""
+    b, t, d = x.shape
     def norm(h, g):
         mu = xp.mean(h, axis=-1, keepdims=True)
         var = xp.mean((h - mu) ** 2, axis=-1, keepdims=True)
         return (h - mu) / xp.sqrt(var + 1e-5) * g
 
     h = norm(x, p["g1"])
-    q, k, v = (xp.reshape(h @ p[n], (B, T, H, D // H)) for n in ("wq", "wk", "wv"))
+    q, k, v = (xp.reshape(h @ p[n], (b, t, heads, d // heads)) for n in ("wq", "wk", "wv"))
     q, k, v = (xp.permute_dims(a, (0, 2, 1, 3)) for a in (q, k, v))
-    s = q @ xp.permute_dims(k, (0, 1, 3, 2)) / np.float32(np.sqrt(D // H))
+    s = q @ xp.permute_dims(k, (0, 1, 3, 2)) / np.float32(np.sqrt(d // heads))
     s = s - xp.max(s, axis=-1, keepdims=True)
     a = xp.exp(s)
     a = a / xp.sum(a, axis=-1, keepdims=True)
-    o = xp.reshape(xp.permute_dims(a @ v, (0, 2, 1, 3)), (B, T, D))
+    o = xp.reshape(xp.permute_dims(a @ v, (0, 2, 1, 3)), (b, t, d))
     x = x + o @ p["wo"]
     h = norm(x, p["g2"])
     return x + xp.maximum(h @ p["w1"], 0) @ p["w2"]
@@ -125,16 +128,19 @@ HID, BATCH, STEPS, IN = 256, 32, 50, 64
 
 
 def _lstm_loss(xp, scan, p, xs):
+    """Mean square of the hidden states over ``xs`` (steps, batch, input); sizes from ``p``."""
+    hid, batch = p["wh"].shape[0], xs.shape[1]
+
     def cell(carry, x):
         h, c = carry
         z = x @ p["wx"] + h @ p["wh"] + p["b"]
-        i, f, g, o = (z[:, k * HID:(k + 1) * HID] for k in range(4))
+        i, f, g, o = (z[:, k * hid:(k + 1) * hid] for k in range(4))
         sig = lambda a: 1 / (1 + xp.exp(-a))  # noqa: E731
         c = sig(f) * c + sig(i) * xp.tanh(g)
         h = sig(o) * xp.tanh(c)
         return (h, c), h
 
-    zero = xp.zeros((BATCH, HID), dtype=xp.float32)
+    zero = xp.zeros((batch, hid), dtype=xp.float32)
     _, hs = scan(cell, (zero, zero), xs)
     return xp.mean(hs ** 2)
 

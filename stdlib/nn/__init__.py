@@ -19,10 +19,11 @@ first; weights ``(out, in, *kernel)``), so ``from_torch`` loads a
 ((3, 4), (3,))
 """
 
-from . import activations, gradients, init, layers, losses, normalization, optim  # noqa: F401
+from . import activations, attention, gradients, init, layers, losses, normalization, optim  # noqa: F401
 from . import random, weights  # noqa: F401
 from . import schedules  # noqa: F401  (nn.schedules.warmup_cosine, ...: not star-imported)
 from .activations import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
 from .gradients import *  # noqa: F401,F403
 from .init import *  # noqa: F401,F403
 from .layers import *  # noqa: F401,F403
