@@ -188,8 +188,13 @@ def _balanced(text: str, start: int) -> int:
     return len(text)
 
 
+#: XLA numbers the elements of long tuples, types and operand lists alike, every
+#: fifth one: ``(f32[], ..., /*index=5*/f32[])``, ``tuple(%a, ..., /*index=5*/%f)``.
+_INDEX_COMMENT = re.compile(r"/\*index=\d+\*/")
+
+
 def _instruction(line: str, number: int = 0) -> Instruction | None:
-    m = _INSTRUCTION.match(line)
+    m = _INSTRUCTION.match(_INDEX_COMMENT.sub("", line))
     if m is None:
         return None
     rest = m[3]
@@ -238,7 +243,17 @@ _TYPE = re.compile(r"\s*(?:(\()|(\))|(,)|(token)\[\]|(\w+)\[([^\]]*)\](?:\{[^}]*
 
 
 def read_type(text: str):
-    """``ArrayType``, ``TupleType`` or ``TokenType`` of an HLO type (layouts ignored)."""
+    """``ArrayType``, ``TupleType`` or ``TokenType`` of an HLO type (layouts ignored).
+
+    XLA numbers the elements of long tuples with comments (``/*index=5*/``):
+    they are skipped.
+
+    >>> read_type("(f32[2]{0}, s32[], f32[], f32[], f32[], /*index=5*/pred[3,4]{1,0})")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    TupleType([ArrayType(float32, (2,)), ArrayType(int32, ()), ArrayType(float32, ()),
+               ArrayType(float32, ()), ArrayType(float32, ()), ArrayType(pred, (3, 4))])
+    """
+    text = _INDEX_COMMENT.sub("", text)
     pos = 0
 
     def one():

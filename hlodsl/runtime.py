@@ -45,7 +45,8 @@ __all__ = ["backend", "platform", "device_count", "to_device", "to_host", "compi
            "Executable", "stats", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
            "is_buffer", "adopt", "copy_buffer", "check_process", "wait", "is_deleted",
            "COMPILER_OPTIONS", "compiler_options", "versions",
-           "portable_artifact", "artifact_module", "stablehlo_text", "artifact_mlir_text"]
+           "portable_artifact", "artifact_module", "stablehlo_text", "artifact_mlir_text",
+           "release_host_memory"]
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
 stats = {"compiles": 0}
@@ -406,6 +407,34 @@ def _options(num_replicas: int, num_partitions: int):
         opts.device_assignment = xc.DeviceAssignment.create(
             np.arange(n).reshape(num_replicas, num_partitions))
     return opts
+
+
+@functools.cache
+def _malloc_trim():
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc's; musl and macOS have none
+    except (OSError, AttributeError):
+        return None
+
+
+def release_host_memory() -> bool:
+    """Return the C heap's free pages to the OS (glibc's ``malloc_trim``); False where the
+    C library has no such call.
+
+    XLA's compile of a large program frees hundreds of MiB that glibc keeps in the
+    heap, while a program's temporaries are big enough to be fresh mappings: left
+    alone, the freed heap and the temporaries add up in the process's peak RSS.
+
+    >>> isinstance(release_host_memory(), bool)
+    True
+    """
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
 
 
 def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,

@@ -126,6 +126,22 @@ def test_counted_loops_have_jax_values_and_gradients(fn, shapes):
         close(g, w, 1e-4)
 
 
+def seven_carries(x):
+    """A loop of seven carried values and seven results: XLA numbers tuples this long
+    (``/*index=5*/``) in types and operand lists alike."""
+    def body(_, c):
+        return tuple(jnp.sin(a) + b for a, b in zip(c, c[1:] + c[:1]))
+    return lax.fori_loop(0, 2, body, tuple(x * (i + 1) for i in range(7)))
+
+
+def test_tuples_of_more_than_five_elements_import():
+    x = normal(12, 4)
+    f = hd.from_jax(seven_carries, x)
+    assert "/*index=5*/" in f.text  # the form this test is about
+    for got, want in zip(f(hd.array(x)), seven_carries(x), strict=True):
+        close(got, want)
+
+
 def test_vmap_of_an_imported_function_equals_jax_vmap(mlp):
     params, x, y, ours, _, loss = mlp
     xs = normal(8, 3, 16, 4)

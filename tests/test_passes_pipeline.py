@@ -94,3 +94,54 @@ def test_format_bytes_picks_a_binary_unit():
 def test_memory_limit_error_is_a_memory_error():
     assert issubclass(hd.MemoryLimitError, MemoryError)
     assert issubclass(hd.MemoryLimitError, hd.HloDslError)
+
+
+class _Attempt:
+    """A pass for the tests that changes nothing but says which attempt it is."""
+
+    name = "attempt"
+
+    def __call__(self, comp, ctx):
+        return comp, [f"attempt {ctx.attempt}"]
+
+
+class _Exe:
+    def __init__(self, temp):
+        self.temp = temp
+
+    def memory_stats(self):
+        return {"temp_size_in_bytes": self.temp}
+
+
+class _Entry:
+    """What ``build`` gives the pipeline: an executable that says its temporary bytes."""
+
+    def __init__(self, temp):
+        self.exe = _Exe(temp)
+
+
+def test_the_limit_pipeline_frees_the_heap_after_each_compile_and_drops_rejected_ones(
+        monkeypatch):
+    import weakref
+
+    from hlodsl.staging import stage
+    from hlodsl.transforms.passes import pipeline
+
+    staged = stage(exp_log, (X,), {})
+    trims, built, alive = [], [], []
+
+    def build(_):
+        # The entry of the attempt before (over the limit) must be gone by now.
+        alive.append(any(ref() is not None for ref in built))
+        entry = _Entry(100 if len(built) < 2 else 10)
+        built.append(weakref.ref(entry))
+        return entry
+
+    monkeypatch.setattr(pipeline.runtime, "release_host_memory", lambda: trims.append(1))
+    entry = pipeline.compile_with_passes(staged, [_Attempt()], 50, build)
+    assert entry.exe.temp == 10 and len(built) == 3
+    assert len(trims) == 3  # after every compile under the limit
+    assert alive == [False, False, False]
+    trims.clear()
+    pipeline.compile_with_passes(staged, [_Attempt()], None, build)
+    assert trims == []  # no limit: the process's peak is not the pipeline's business
