@@ -104,7 +104,10 @@ class PrintContext:
                 if path is None else _param_metadata(path, name)
             shard = _manual_sharding(node.type) if self.manual_sharding else \
                 extra.get(id(node), "")
-            lines.append(f"  {root}{name} = {node.type.hlo} {text}{shard}{meta}\n")
+            # A custom call may declare its result's layouts (what its target writes).
+            rtype = node.op.result_hlo(node.type) if hasattr(node.op, "result_hlo") \
+                else node.type.hlo
+            lines.append(f"  {root}{name} = {rtype} {text}{shard}{meta}\n")
         return "".join(lines)
 
     def entry(self, comp: Computation, name: str) -> str:

@@ -87,6 +87,12 @@ def _config(value) -> str:
     return str(value)
 
 
+def _result_layouts(value):
+    if value is None:
+        return None
+    return tuple(None if v is None else tuple(int(d) for d in v) for v in value)
+
+
 def _layouts(value):
     return None if value is None else tuple(tuple(int(d) for d in lay) for lay in value)
 
@@ -111,6 +117,8 @@ class CustomCall(HloOp, opcode="custom-call"):
     api_version: str = attrs.field(converter=_api_version, default="API_VERSION_TYPED_FFI")
     operand_layouts: tuple[tuple[int, ...], ...] | None = attrs.field(
         converter=_layouts, default=None)
+    result_layouts: tuple[tuple[int, ...] | None, ...] | None = attrs.field(
+        converter=_result_layouts, default=None)
 
     def __attrs_post_init__(self):
         if not isinstance(self.target, str):
@@ -131,6 +139,16 @@ class CustomCall(HloOp, opcode="custom-call"):
                              "(or its MLIR text '{name = value : type, ...}')")
         for layout in self.operand_layouts or ():
             check_permutation(self, layout)
+        if self.result_layouts is not None:
+            arrays = [t for t in types if isinstance(t, ArrayType)]
+            if len(self.result_layouts) != len(arrays):
+                raise ValueError(f"{self!r}: result_layouts needs one layout (or None) per "
+                                 f"array of out_type, {len(arrays)}")
+            for t, layout in zip(arrays, self.result_layouts):
+                if layout is not None:
+                    check_permutation(self, layout)
+                    if len(layout) != t.rank:
+                        raise ValueError(f"{self!r}: layout {layout} does not fit {t}")
 
     @property
     def interned(self) -> bool:
@@ -171,6 +189,22 @@ class CustomCall(HloOp, opcode="custom-call"):
                 f"{self.target} writes {writes} for these operands, but out_type declares "
                 f"{self.out_type}: a larger result would hold uninitialised memory, a "
                 "smaller one would be written past")
+
+    def result_hlo(self, result_type) -> str:
+        """The result type as the instruction declares it, layouts included."""
+        if self.result_layouts is None:
+            return result_type.hlo
+        layouts = iter(self.result_layouts)
+
+        def one(t):
+            if not isinstance(t, ArrayType):
+                return t.hlo
+            layout = next(layouts)
+            return t.hlo if layout is None else t.hlo + dims_text(layout)
+
+        if isinstance(result_type, TupleType):
+            return "(" + ", ".join(one(t) for t in result_type.elements) + ")"
+        return one(result_type)
 
     def attributes(self, operand_types, result_type, ctx):
         target = self.target.replace("\\", "\\\\").replace('"', '\\"')

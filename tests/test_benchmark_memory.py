@@ -62,8 +62,6 @@ def test_the_from_jax_row_equals_the_hlodsl_one_and_reports_rss_stages(tmp_path)
         <= stages["first_call"] <= row["rss_mib"] + 1
 
 
-@pytest.mark.xfail(strict=True, reason="jax's LAPACK custom calls return column-major "
-                   "results ({0,1}); the importer reads them row-major (docs/memory.md)")
 def test_the_from_jax_sparse_gp_equals_the_hlodsl_one(tmp_path):
     # jax's lowering of the gradient has tuples XLA numbers (/*index=5*/): it imports.
     # Under LIMIT it cannot split yet (jax's solve_triangular is a call the Split

@@ -540,6 +540,21 @@ def test_custom_call_pure_calls_are_shared_and_side_effecting_ones_are_not():
     assert "custom_call_has_side_effect=true" in hd.code_hlo(twice(effect), x)
 
 
+def test_custom_call_result_layouts_read_a_column_major_factor_as_written():
+    """Declared column-major (as LAPACK writes and as jax's modules say), the factor
+    comes back as numpy's lower Cholesky factor; XLA copies it to row-major."""
+    a = np.array([[4.0, 2.0, 0.5], [2.0, 5.0, 1.0], [0.5, 1.0, 3.0]])
+    op = potrf(np.float64, 3, "L", operand_layouts=((0, 1),), result_layouts=((0, 1), None))
+    text = hd.code_hlo(lambda a: op(a)[0], hd.array(a))
+    assert "(f64[3,3]{0,1}, s32[]) custom-call(" in text
+    factor = hd.compile(lambda a: op(a)[0])(hd.array(a))
+    np.testing.assert_allclose(np.tril(np.asarray(factor)), np.linalg.cholesky(a), rtol=1e-12)
+    with pytest.raises(ValueError, match="one layout"):
+        potrf(np.float64, 3, "L", result_layouts=((0, 1),))
+    with pytest.raises(ValueError, match="does not fit"):
+        potrf(np.float64, 3, "L", result_layouts=((0,), None))
+
+
 def test_custom_call_backend_config_text():
     op = ops.CustomCall("t", ArrayType(np.float32, ()),
                         {"flag": True, "k": np.int8(-3), "n": 7, "scale": np.float32(0.5),

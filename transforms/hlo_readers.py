@@ -176,8 +176,33 @@ def _read_custom_call(r: Reading):
     if "operand_layout_constraints" in a:
         layouts = tuple(_dims(m) for m in re.findall(r"\{[\d,]*\}",
                                                      a["operand_layout_constraints"]))
+    # jax's LAPACK calls write column-major results ({0,1}): declared as such, so XLA
+    # copies them to the layouts their users read (read row-major, they would come
+    # back transposed, silently).
+    leaves = _array_layouts(r.inst.type)
+    if not any(lay is not None and lay != tuple(range(len(lay) - 1, -1, -1)) for lay in leaves):
+        leaves = None
     return _op(ops.CustomCall(target, r.result_type, config,
-                              _flag(a.get("custom_call_has_side_effect")), api, layouts))
+                              _flag(a.get("custom_call_has_side_effect")), api, layouts,
+                              leaves))
+
+
+_ARRAY = re.compile(r"(\w+)\[([^\]]*)\](?:\{([^}]*)\})?")
+
+
+def _array_layouts(text: str) -> list[tuple[int, ...] | None]:
+    """The minor-to-major layout of each array in an HLO result type, in order (None:
+    not printed, or a token): ``(f64[3,3]{0,1}, s32[])`` -> ``[(0, 1), ()]``."""
+    out = []
+    for m in _ARRAY.finditer(re.sub(r"/\*.*?\*/", "", text)):
+        if m[1] == "token":
+            continue
+        if m[3] is None:
+            out.append(None)
+            continue
+        dims = m[3].split(":")[0]
+        out.append(tuple(int(d) for d in dims.split(",") if d.strip()))
+    return out
 
 
 def _read_reduce_window(r: Reading):
