@@ -215,22 +215,17 @@ def vgg19(cfg: Settings, size: dict) -> list[dict]:
 
     import hlodsl as hd
 
-    from .vgg19 import _images, _interleaved, _sum_loss_grad_fns, _vgg_params
+    from .vgg19 import _images, _interleaved, _vgg_params, gradient_setup
 
     batch = size["vgg_batch"]
-    params, np_params = _vgg_params()
-    images = _images(batch)
-    x, jx = hd.array(images), jax.device_put(images)
-    jparams = jax.device_put(np_params)
-    grad_ours, grad_peer = _sum_loss_grad_fns()
-    f, jf = hd.compile(grad_ours), jax.jit(grad_peer)
+    (params, x), (jparams, jx), f, jf, _ = gradient_setup(batch)
     ours = jax.tree.leaves(f(params, x), is_leaf=lambda a: isinstance(a, hd.Array))
     for a, b in zip(ours, jax.tree.leaves(jf(jparams, jx)), strict=True):
         a, b = np.asarray(a), np.asarray(b)  # by norm: TF32 and conv algorithms differ
         assert np.linalg.norm(a - b) <= 2e-2 * np.linalg.norm(b)
     fns = {"ours": lambda: hd.block_until_ready(f(params, x)),
            "jax": lambda: jax.block_until_ready(jf(jparams, jx))}
-    torch_step = _torch_vgg_step(np_params, images)
+    torch_step = _torch_vgg_step(_vgg_params()[1], _images(batch))
     if torch_step is not None:
         fns["torch"] = torch_step
     n = 1 if cfg.quick else 15
@@ -245,24 +240,10 @@ def vgg19(cfg: Settings, size: dict) -> list[dict]:
 
 
 def lstm(cfg: Settings, size: dict) -> list[dict]:
-    import jax
-    import jax.numpy as jnp
-
-    import hlodsl as hd
-    import hlodsl.stdlib as xp
-
-    from .workloads import _lstm_loss
+    from .workloads import lstm_setup
 
     steps, batch, hid, inp = size["lstm"]
-    rng = np.random.default_rng(3)
-    p = {"wx": (rng.standard_normal((inp, 4 * hid)) / np.sqrt(inp)).astype(np.float32),
-         "wh": (rng.standard_normal((hid, 4 * hid)) / np.sqrt(hid)).astype(np.float32),
-         "b": np.zeros(4 * hid, np.float32)}
-    xs = rng.standard_normal((steps, batch, inp)).astype(np.float32)
-    f = hd.compile(hd.grad(lambda p, xs: _lstm_loss(xp, hd.scan, p, xs)))
-    jf = jax.jit(jax.grad(lambda p, xs: _lstm_loss(jnp, jax.lax.scan, p, xs)))
-    hp, jp = {k: hd.array(v) for k, v in p.items()}, {k: jax.device_put(v) for k, v in p.items()}
-    hx, jx = hd.array(xs), jax.device_put(xs)
+    f, jf, (hp, hx), (jp, jx) = lstm_setup(steps, batch, hid, inp)
     a, b = np.asarray(f(hp, hx)["wh"]), np.asarray(jf(jp, jx)["wh"])
     assert np.linalg.norm(a - b) <= 1e-2 * np.linalg.norm(b), "LSTM gradients differ"
     t = compare({"ours": "hd.block_until_ready(f(hp, hx))",

@@ -348,8 +348,9 @@ def compile_time(cfg) -> list[dict]:
     return rows
 
 
-def gradient(cfg, batch: int = 1) -> list[dict]:
-    """The paper's backward pass, per call: the gradient of ``sum(vgg19(p, x))``."""
+def gradient_setup(batch: int):
+    """The backward pass's inputs and functions: ``(params, x)`` for hlodsl, ``(jparams,
+    jx)`` for jax, ``hd.compile`` and ``jax.jit`` of the gradient, and jax's gradient."""
     import jax
 
     import hlodsl as hd
@@ -359,7 +360,16 @@ def gradient(cfg, batch: int = 1) -> list[dict]:
     x, jx = hd.array(images), jax.device_put(images)
     jparams = jax.device_put(np_params)
     grad_ours, grad_peer = _sum_loss_grad_fns()
-    f, jf = hd.compile(grad_ours), jax.jit(grad_peer)
+    return (params, x), (jparams, jx), hd.compile(grad_ours), jax.jit(grad_peer), grad_peer
+
+
+def gradient(cfg, batch: int = 1) -> list[dict]:
+    """The paper's backward pass, per call: the gradient of ``sum(vgg19(p, x))``."""
+    import jax
+
+    import hlodsl as hd
+
+    (params, x), (jparams, jx), f, jf, grad_peer = gradient_setup(batch)
     jf_same = _jit_same_options(grad_peer, jparams, jx)
     ours = jax.tree.leaves(f(params, x), is_leaf=lambda a: isinstance(a, hd.Array))
     # Both in jax's key order. With the same XLA options the gradients agree to

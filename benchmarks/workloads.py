@@ -145,7 +145,9 @@ def _lstm_loss(xp, scan, p, xs):
     return xp.mean(hs ** 2)
 
 
-def lstm(cfg: Settings) -> list[dict]:
+def lstm_setup(steps: int, batch: int, hid: int, inp: int, scale=lambda n: 1 / np.sqrt(n)):
+    """The LSTM gradient's compiled pair and inputs: ``(f, jf, (hp, hx), (jp, jx))``;
+    weights drawn with standard deviation ``scale(fan_in)``."""
     import jax
     import jax.numpy as jnp
 
@@ -153,14 +155,20 @@ def lstm(cfg: Settings) -> list[dict]:
     import hlodsl.stdlib as xp
 
     rng = np.random.default_rng(3)
-    p = {"wx": (rng.standard_normal((IN, 4 * HID)) * 0.1).astype(np.float32),
-         "wh": (rng.standard_normal((HID, 4 * HID)) * 0.1).astype(np.float32),
-         "b": np.zeros(4 * HID, np.float32)}
-    xs = rng.standard_normal((STEPS, BATCH, IN)).astype(np.float32)
+    p = {"wx": (rng.standard_normal((inp, 4 * hid)) * scale(inp)).astype(np.float32),
+         "wh": (rng.standard_normal((hid, 4 * hid)) * scale(hid)).astype(np.float32),
+         "b": np.zeros(4 * hid, np.float32)}
+    xs = rng.standard_normal((steps, batch, inp)).astype(np.float32)
     f = hd.compile(hd.grad(lambda p, xs: _lstm_loss(xp, hd.scan, p, xs)))
     jf = jax.jit(jax.grad(lambda p, xs: _lstm_loss(jnp, jax.lax.scan, p, xs)))
     hp, jp = {k: hd.array(v) for k, v in p.items()}, {k: jax.device_put(v) for k, v in p.items()}
-    hx, jx = hd.array(xs), jax.device_put(xs)
+    return f, jf, (hp, hd.array(xs)), (jp, jax.device_put(xs))
+
+
+def lstm(cfg: Settings) -> list[dict]:
+    import jax
+
+    f, jf, (hp, hx), (jp, jx) = lstm_setup(STEPS, BATCH, HID, IN, scale=lambda n: 0.1)
     np.testing.assert_allclose(np.asarray(f(hp, hx)["wh"]), np.asarray(jf(jp, jx)["wh"]),
                                rtol=1e-3, atol=1e-7)
     t = compare({"ours": "np.asarray(f(hp, hx)['wh'])",
