@@ -124,7 +124,7 @@ def expand_module_globs(markdown: str, documented_elsewhere: set[str]) -> str:
 
     >>> print(expand_module_globs("::: hlodsl.stdlib.nn.*\\n    options: {}\\n",
     ...                           {"hlodsl.stdlib.nn.init"}).splitlines()[:4])
-    ['::: hlodsl.stdlib.nn.activations', '    options: {}', '', '::: hlodsl.stdlib.nn.layers']
+    ['::: hlodsl.stdlib.nn.activations', '    options: {}', '', '::: hlodsl.stdlib.nn.attention']
     """
     def expand(match: re.Match) -> str:
         modules = [m for m in public_modules(match[1]) if m not in documented_elsewhere]
