@@ -207,7 +207,7 @@ def _rank(region: Region, threshold: int) -> tuple[int, bool, bool]:
     threshold; then one with no top-k to merge. Sliced along a top-k's rows,
     each row's top-k runs once, over the whole row (``BlockedTopK``'s best case),
     with no merge per slice: kNN at 10⁴ queries x 10⁵ points under 1 GiB took
-    3.1 s so against 4.9 s sliced along the points (``benchmarks.memory``)."""
+    3.1 s so, against 4.9 s sliced along the points (``hd.profile``, loaded machine)."""
     thin = nbytes(region.seed.type) // max(region.extent, 1) <= threshold
     return len(region.problems), not thin, _merges_top_k(region)
 

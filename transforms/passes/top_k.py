@@ -88,34 +88,29 @@ def _full(shape, value, dtype):
     return ops.Broadcast(tuple(shape), ())(_const(value, dtype))
 
 
+def _flip_negatives(bits):
+    """``bits`` with all but the sign bit flipped where the sign bit is set: float bits
+    read as signed integers order negatives backwards, and this puts them in order
+    (it is its own inverse)."""
+    kt = bits.type.dtype
+    width = kt.np_dtype.itemsize * 8
+    sign = ops.ShiftRightArithmetic()(bits, _full(bits.type.shape, width - 1, kt))
+    return ops.Xor()(bits, ops.And()(sign, _full(bits.type.shape, 2 ** (width - 1) - 1, kt)))
+
+
 def _key(x, largest: bool):
-    """Signed integers ordered as XLA's topk orders ``x`` (best last for ``largest``)."""
+    """Signed integers ordered as XLA's topk ranks ``x``: the better the larger."""
     dtype = x.type.dtype
-    shape = x.type.shape
-    if dtype in _KEY_TYPES:
-        kt = _KEY_TYPES[dtype]
-        bits = ops.BitcastConvert(kt)(x)
-        width = kt.np_dtype.itemsize * 8
-        # Negative floats order backwards as integers: flip all but their sign bit.
-        sign = ops.ShiftRightArithmetic()(bits, _full(shape, width - 1, kt))
-        key = ops.Xor()(bits, ops.And()(sign, _full(shape, 2 ** (width - 1) - 1, kt)))
-    else:
-        key = x
+    key = _flip_negatives(ops.BitcastConvert(_KEY_TYPES[dtype])(x)) if dtype in _KEY_TYPES \
+        else x
     return key if largest else ops.Not()(key)  # bitwise not reverses a signed order
 
 
 def _unkey(key, dtype, largest: bool):
-    """The elements whose keys are ``key`` (``_key`` is its own inverse, bit for bit)."""
+    """The elements whose keys are ``key``, bit for bit."""
     if not largest:
         key = ops.Not()(key)
-    if dtype not in _KEY_TYPES:
-        return key
-    kt = key.type.dtype
-    width = kt.np_dtype.itemsize * 8
-    shape = key.type.shape
-    sign = ops.ShiftRightArithmetic()(key, _full(shape, width - 1, kt))
-    bits = ops.Xor()(key, ops.And()(sign, _full(shape, 2 ** (width - 1) - 1, kt)))
-    return ops.BitcastConvert(dtype)(bits)
+    return ops.BitcastConvert(dtype)(_flip_negatives(key)) if dtype in _KEY_TYPES else key
 
 
 def _ascending(a, b):
