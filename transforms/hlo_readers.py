@@ -194,7 +194,7 @@ def _array_layouts(text: str) -> list[tuple[int, ...] | None]:
     """The minor-to-major layout of each array in an HLO result type, in order (None:
     not printed, or a token): ``(f64[3,3]{0,1}, s32[])`` -> ``[(0, 1), ()]``."""
     out = []
-    for m in _ARRAY.finditer(re.sub(r"/\*.*?\*/", "", text)):
+    for m in _ARRAY.finditer(text):  # hlo_text took out the /*index=N*/ comments
         if m[1] == "token":
             continue
         if m[3] is None:
