@@ -16,7 +16,7 @@ executables hold once compiled).
 Configurations:
 
 - ``hlodsl-limit``: ``hd.compile(f, memory_limit=--limit)`` (MatrixChain,
-  Distances, Split);
+  Distances, Split, BlockedTopK);
 - ``hlodsl``: ``hd.compile(f)`` as written;
 - ``hlodsl-from-jax``: the jax model imported through ``hd.from_jax`` (jax
   lowers it; every op after that is hlodsl's) and compiled with
