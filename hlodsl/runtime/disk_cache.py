@@ -49,7 +49,7 @@ class CacheWarning(UserWarning):
 
 def directory() -> Path | None:
     """The cache directory in use, or None when the cache is off."""
-    from .settings import config
+    from hlodsl.settings import config
 
     if not config.persistent_cache:
         return None
@@ -136,7 +136,7 @@ def store(name: str, payload: bytes) -> None:
 
 
 def _trim(d: Path) -> None:
-    from .settings import config
+    from hlodsl.settings import config
 
     with _LOCK:
         try:
