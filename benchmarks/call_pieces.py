@@ -30,7 +30,8 @@ def namespace() -> dict:
     import jax
 
     import hlodsl as hd
-    from hlodsl import jaxlib_compat, runtime
+    from hlodsl import runtime
+    from hlodsl.runtime import buffers, jaxlib_compat
 
     from .foundation import _inputs, dense, dense_jnp
 
@@ -42,8 +43,8 @@ def namespace() -> dict:
     entry = f.entry(*args)
     device = runtime.backend().local_devices()[0]
     out = entry.staged.out_types[0]
-    handlers = [jaxlib_compat.result_handler(runtime._aval(out.shape, out.dtype.np_dtype),
-                                             runtime._single(device))]
+    handlers = [jaxlib_compat.result_handler(buffers.aval(out.shape, out.dtype.np_dtype),
+                                             buffers.single_device(device))]
     cls = entry.out_class
 
     def wrap(buf):

@@ -183,7 +183,7 @@ def _jax_texts(stage: str, args, layout: str = "NCHW") -> dict[str, str]:
     import numpy as np
 
     from hlodsl import runtime
-    from hlodsl.tree import flatten, unflatten
+    from hlodsl.arrays.tree import flatten, unflatten
 
     from .vgg19 import vgg19_jax
 

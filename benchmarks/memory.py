@@ -220,7 +220,7 @@ def _child(workload, impl, size_name, args, save) -> dict:
     cmd = [sys.executable, "-m", "benchmarks.memory", "--one", workload, impl, size_name,
            "--limit", str(args.limit), "--max-naive", str(args.max_naive),
            "--repeats", str(args.repeats), "--scale", str(args.scale), "--save", save]
-    # A cold persistent cache of its own (hlodsl.disk_cache): loading an executable
+    # A cold persistent cache of its own (hlodsl.runtime.disk_cache): loading an executable
     # an earlier run stored would skip the compile and its share of the peak RSS.
     cache = save[:-len(".npz")] + "-xla-cache"
     proc = subprocess.run(cmd, capture_output=True, text=True,

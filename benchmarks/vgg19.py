@@ -130,7 +130,7 @@ def _vgg_params():
     """VGG19's parameters (torchvision's init) as hlodsl arrays and numpy arrays, once."""
     if "vgg" not in _CACHE:
         from hlodsl.stdlib import models, nn
-        from hlodsl.tree import flatten, unflatten
+        from hlodsl.arrays.tree import flatten, unflatten
 
         params = models.vgg19_init(nn.key(0))
         leaves, tree = flatten(params)
@@ -247,7 +247,7 @@ def forward_channels_last(cfg, batch: int = 1) -> list[dict]:
 
     import hlodsl as hd
     from hlodsl.stdlib import models
-    from hlodsl.tree import flatten, unflatten
+    from hlodsl.arrays.tree import flatten, unflatten
 
     params, np_params = _vgg_params()
     cl = models.vgg19_to_channels_last(params)

@@ -147,7 +147,7 @@ def _nested(depth: int):
 def nested_staging(cfg: Settings) -> list[dict]:
     """Staging (and, for comparison, staging + compiling) nested loops, by depth."""
     import hlodsl as hd
-    from hlodsl import staging
+    from hlodsl.ir import staging
 
     x = hd.array(np.float32([1, 2]))
     rows = []

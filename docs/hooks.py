@@ -153,7 +153,7 @@ def on_files(files, config):
 
 
 _DOCTEST_FLAGS = re.compile(r"\s*#\s*doctest:.+$")
-# A few docstrings use Sphinx roles (:func:`hlodsl.array`): shown as code.
+# A few docstrings use Sphinx roles (:func:`hlodsl.arrays.array`): shown as code.
 _SPHINX_ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|exc|obj):`~?([^`]+)`")
 
 

@@ -7,16 +7,16 @@
 hlodsl.Array[float32, (4,)]([0.25, 0.25, 0.25, 0.25])
 """
 
-from .dtypes import (  # noqa: F401
+from .arrays.dtypes import (  # noqa: F401
     Bool, ComplexFloating, ElementType, Floating, Inexact, Integer, Number, SignedInteger,
     UnsignedInteger, bfloat16, bool_, complex64, complex128, element_type, float16, float32,
     float64, int8, int16, int32, int64, pred, uint8, uint16, uint32, uint64,
 )
-from .dtypes import (  # noqa: F401  (narrow storage types: a subset of ops runs on them)
+from .arrays.dtypes import (  # noqa: F401  (narrow storage types: a subset of ops runs on them)
     float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
     float8_e5m2fnuz, float8_e8m0fnu, int2, int4, uint2, uint4,
 )
-from .dtypes import (  # noqa: F401  (sub-byte floats: see dtypes.py for what XLA:CPU runs)
+from .arrays.dtypes import (  # noqa: F401  (sub-byte floats: see dtypes.py for what XLA:CPU runs)
     float4_e2m1fn, float6_e2m3fn, float6_e3m2fn,
 )
 from .settings import config  # noqa: F401
@@ -25,22 +25,22 @@ from .errors import (  # noqa: F401
     MemoryLimitError, NoMethodError, RecompileWarning, ShapeError, StagingError,
     StaticArgumentWarning, XlaCompileError,
 )
-from .types import ArrayType, TupleType  # noqa: F401
-from .array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
-from .tree import block_until_ready, tree_leaves, tree_map  # noqa: F401
-from .checkpoint import load, save  # noqa: F401
-from .dispatcher import dispatch  # noqa: F401
-from .op import HloOp, registry  # noqa: F401
-from .compiler import Compiled, compile  # noqa: F401
-from . import one_op  # noqa: F401  (eager op calls: hands staging and compiling to the ops)
-from . import interpret  # noqa: F401  (hands replay to Computation.__call__)
-from .introspect import code_hlo, code_typed  # noqa: F401
-from .exported import Exported, deserialize, export  # noqa: F401
-from .profiler import profile  # noqa: F401
-from .rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
-from .replicated import replicated  # noqa: F401
-from .sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401
-from . import distributed  # noqa: F401
+from .arrays.types import ArrayType, TupleType  # noqa: F401
+from .arrays.array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
+from .arrays.tree import block_until_ready, tree_leaves, tree_map  # noqa: F401
+from .interchange.checkpoint import load, save  # noqa: F401
+from .ir.dispatcher import dispatch  # noqa: F401
+from .ir.op import HloOp, registry  # noqa: F401
+from .compilation.compiler import Compiled, compile  # noqa: F401
+from .compilation import one_op  # noqa: F401  (eager op calls: hands staging and compiling to the ops)
+from .ir import interpret  # noqa: F401  (hands replay to Computation.__call__)
+from .introspect.introspect import code_hlo, code_typed  # noqa: F401
+from .interchange.exported import Exported, deserialize, export  # noqa: F401
+from .introspect.profiler import profile  # noqa: F401
+from .ir.rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
+from .parallel.replicated import replicated  # noqa: F401
+from .arrays.sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401
+from .parallel import distributed  # noqa: F401  (hd.distributed.initialize, ...)
 
 # The layers above the core: hlodsl's public face gathers them.
 from . import ops  # noqa: E402,F401

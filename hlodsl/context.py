@@ -7,7 +7,7 @@ says "what is being staged right now" reads this module's ``STATE``, one
 instance per thread (``threading.local``).
 
 >>> import threading, hlodsl as hd, numpy as np
->>> from hlodsl.graph import Builder
+>>> from .ir.graph import Builder
 >>> seen = []
 >>> with Builder("main thread"):
 ...     t = threading.Thread(target=lambda: seen.append(current_builder()))
@@ -27,11 +27,11 @@ class _State(threading.local):
     """What one thread is staging: a stack of builders and of transformations."""
 
     def __init__(self):
-        #: Builders being staged into, innermost last (``hlodsl.graph.Builder``).
+        #: Builders being staged into, innermost last (``hlodsl.ir.graph.Builder``).
         self.builders: list = []
         #: Active transformations observing op calls, outermost first (autodiff's traces).
         self.traces: list = []
-        #: While a staged program is replayed (``hlodsl.interpret``): the source line of
+        #: While a staged program is replayed (``hlodsl.ir.interpret``): the source line of
         #: the instruction being replayed, which stands for the user's line in errors
         #: and in the metadata of the nodes the replay makes.
         self.location = None

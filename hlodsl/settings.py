@@ -42,7 +42,7 @@ class Config:
     #: A function that has compiled more signatures than this warns once, naming the
     #: argument that keeps changing (then again at twice as many, and so on); 0: never.
     recompile_warning: int = 8
-    #: Compiled executables are also kept on disk for later processes (hlodsl.disk_cache;
+    #: Compiled executables are also kept on disk for later processes (hlodsl.runtime.disk_cache;
     #: ``HLODSL_CACHE_DIR`` moves the directory, empty switches it off).
     persistent_cache: bool = True
     #: Bytes the persistent cache directory may hold; the least recently used go first.

@@ -10,8 +10,8 @@ exactly: no implicit broadcasting or type promotion (that is the stdlib's job).
 import importlib
 import pkgutil
 
-from hlodsl.op import HloOp, frozen, registry  # noqa: F401
-from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple  # noqa: F401
+from hlodsl.ir.op import HloOp, frozen, registry  # noqa: F401
+from hlodsl.ir.structural import Constant, GetTupleElement, Parameter, Tuple  # noqa: F401
 
 
 def _import_all() -> None:

@@ -2,7 +2,7 @@
 
 Rules live in each op's module (``@vjp_rule.dispatch``); these are the
 building blocks they have in common, written with ops only. The ops are looked
-up by opcode (``hlodsl.op.op_class``), not imported: the op modules import this
+up by opcode (``hlodsl.ir.op.op_class``), not imported: the op modules import this
 one, so it sits below all of them.
 """
 
@@ -12,9 +12,9 @@ from typing import Callable
 
 import numpy as np
 
-from hlodsl.array import Array, array
-from hlodsl.op import op_class
-from hlodsl.rules import transformations
+from hlodsl.arrays.array import Array, array
+from hlodsl.ir.op import op_class
+from hlodsl.ir.rules import transformations
 
 __all__ = ["full_like", "zeros_like_array", "sum_to", "add", "mul", "neg", "sub", "div",
            "sum_dims", "conj_if_complex", "inexact", "put", "vjp_through", "jvp_through"]
@@ -74,7 +74,7 @@ def sum_to(ct: Array, shape: tuple[int, ...]) -> Array:
 
 
 def conj_if_complex(x: Array) -> Array:
-    from hlodsl.dtypes import ComplexFloating
+    from hlodsl.arrays.dtypes import ComplexFloating
     if issubclass(x.dtype, ComplexFloating):
         real, imag = op_class("real")()(x), op_class("imag")()(x)
         return op_class("complex")()(real, neg(imag))
@@ -86,7 +86,7 @@ def conj_if_complex(x: Array) -> Array:
 
 def inexact(x) -> bool:
     """Whether ``x`` has a floating or complex element type (it can carry a derivative)."""
-    from hlodsl.dtypes import Inexact
+    from hlodsl.arrays.dtypes import Inexact
     return issubclass(x.dtype, Inexact)
 
 

@@ -4,17 +4,17 @@ A batching rule gets the op's operands with their batch dimension first (``dims[
 is 0) or absent (None), and returns the op's result and where its batch
 dimension is. These helpers size the batch, give an unbatched operand a batch
 dimension, and state the one rule every elementwise op shares. They build ops by
-opcode (``hlodsl.op.op_class``): the op modules import this one, not the reverse.
+opcode (``hlodsl.ir.op.op_class``): the op modules import this one, not the reverse.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.array import Array
-from hlodsl.dtypes import element_type
-from hlodsl.op import op_class
-from hlodsl.structural import Constant
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import element_type
+from hlodsl.ir.op import op_class
+from hlodsl.ir.structural import Constant
 
 __all__ = ["batch_size", "with_batch", "all_batched", "elementwise_rule", "unbatched_rule",
            "shifted", "move_to_front", "leaves_with_dims", "scalar", "settle", "dims_for",
@@ -104,6 +104,6 @@ def dims_for(want):
 
 def example_type(x: Array, d):
     """The type of one example of ``x`` (``x``'s own type when unbatched)."""
-    from hlodsl.types import ArrayType
+    from hlodsl.arrays.types import ArrayType
 
     return x.type if d is None else ArrayType(x.dtype, x.shape[1:])

@@ -14,7 +14,7 @@ import sys
 
 import attrs
 
-from hlodsl.op import Composite, registry
+from hlodsl.ir.op import Composite, registry
 
 __all__ = ["render", "library_ops", "xla_opcodes", "UNCOVERED"]
 

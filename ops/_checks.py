@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.dtypes import Floating
+from hlodsl.arrays.dtypes import Floating
 from hlodsl.errors import require
 from hlodsl.settings import PRECISIONS, config
 
@@ -14,7 +14,7 @@ __all__ = ["integer", "non_negative", "real", "function", "functions", "optional
 
 # Converters of static operands. They refuse what does not mean what it looks
 # like (``Reshape((2.9, 6))`` must not be ``(2, 6)``, nor ``True`` a size 1);
-# ``hlodsl.op.frozen`` adds the op's and the field's names to their errors.
+# ``hlodsl.ir.op.frozen`` adds the op's and the field's names to their errors.
 
 
 def integer(value) -> int:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from hlodsl.array import Array
-from hlodsl.dtypes import Floating, float32
-from hlodsl.op import Composite
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Floating, float32
+from hlodsl.ir.op import Composite
 
 from ._ad import full_like
 from .binary import Add, Binary, Divide, Multiply, Subtract

@@ -25,9 +25,9 @@ ENTRY f {
 from __future__ import annotations
 
 from hlodsl.errors import require, staging_error
-from hlodsl.graph import current_builder
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import TokenType
+from hlodsl.ir.graph import current_builder
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import TokenType
 
 __all__ = ["AfterAll"]
 
@@ -50,9 +50,9 @@ class AfterAll(HloOp, opcode="after-all"):
         return TokenType()
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import nondifferentiable  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(AfterAll)
 
@@ -60,7 +60,7 @@ nondifferentiable(AfterAll)
 # -- batching (vmap): nothing to batch (no array operands) -------------------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import unbatched_rule  # noqa: E402
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Floating
+from hlodsl.arrays.dtypes import Floating
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import non_negative, real
 
@@ -110,13 +110,13 @@ class BatchNormGrad(_BatchNorm, opcode="batch-norm-grad"):
         return grad_x, grad_scale, grad_offset
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # Training: ct of the normalised result goes through BatchNormGrad; the batch
 # statistics' cts add d mean/dx = 1/N and d var/dx = 2 (x - mean)/N. Inference
 # and BatchNormGrad itself are differentiated through their formulas written
 # with elementwise ops and sums (so second derivatives work).
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 def _spread(op, v, x):
@@ -185,7 +185,7 @@ def batch_norm_grad_vjp(op: BatchNormGrad, ct, out, *args):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import batch_size, with_batch  # noqa: E402
 

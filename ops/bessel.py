@@ -57,9 +57,9 @@ class BesselI1e(SpecialUnary, opcode="bessel-i1e"):
         return mul(Sign()(x), select(lt(a, c(8, x)), small, _large(a, K.I1E_LARGE)))
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule
+from hlodsl.ir.rules import vjp_rule
 
 
 @vjp_rule.dispatch

@@ -14,9 +14,9 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from hlodsl.dtypes import Bool, ComplexFloating, ElementType, Floating, Integer, Number
+from hlodsl.arrays.dtypes import Bool, ComplexFloating, ElementType, Floating, Integer, Number
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 from .unary import check_kinds
 
@@ -157,9 +157,9 @@ class Xor(Binary, opcode="xor"):
     numpy = staticmethod(np.bitwise_xor)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms): cotangents of (x, y) given the result's ct -------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms): cotangents of (x, y) given the result's ct -------
 
-from hlodsl.rules import nondifferentiable, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable, vjp_rule  # noqa: E402
 
 from ._ad import div, full_like, mul, neg  # noqa: E402
 
@@ -245,7 +245,7 @@ nondifferentiable(And, Or, Xor)
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import elementwise_rule  # noqa: E402
 

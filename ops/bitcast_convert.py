@@ -14,10 +14,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Bool, ComplexFloating, ElementType, bit_width
+from hlodsl.arrays.dtypes import Bool, ComplexFloating, ElementType, bit_width
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from .convert import element_type_of
 
@@ -70,9 +70,9 @@ class BitcastConvert(HloOp, opcode="bitcast-convert"):
         return flat.reshape(x.shape + (src // dst,) if src > dst else x.shape[:-1])
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import nondifferentiable  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable  # noqa: E402
 
 # Reinterpreting bits has no derivative (jax: zero tangent), even float to float.
 nondifferentiable(BitcastConvert)
@@ -81,7 +81,7 @@ nondifferentiable(BitcastConvert)
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 @batch_rule.dispatch

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.dtypes import Integer
+from hlodsl.arrays.dtypes import Integer
 
 from .binary import Binary
 from .unary import Unary
@@ -102,9 +102,9 @@ class PopulationCount(Unary, opcode="popcnt"):
     numpy = staticmethod(_popcnt)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms): integer ops carry none ------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms): integer ops carry none ------------------------
 
-from hlodsl.rules import nondifferentiable  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(ShiftLeft, ShiftRightArithmetic, ShiftRightLogical, CountLeadingZeros,
                   PopulationCount)

@@ -13,8 +13,8 @@ import attrs
 import numpy as np
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import check_dims, dims, dims_text, sizes
 
@@ -56,9 +56,9 @@ class Broadcast(HloOp, opcode="broadcast"):
         return np.broadcast_to(x.reshape(expanded), self.shape)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 from ._ad import sum_dims  # noqa: E402
 
@@ -78,7 +78,7 @@ def broadcast_vjp(op: Broadcast, ct, out, x):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import shifted  # noqa: E402
 

@@ -16,8 +16,8 @@ from typing import Callable
 
 import attrs
 
-from hlodsl.op import HloOp, frozen
-from hlodsl.staging import stage_computation
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.ir.staging import stage_computation
 
 from ._checks import function
 
@@ -39,12 +39,12 @@ class Call(HloOp, opcode="call"):
         return [f"to_apply={ctx.computation(comp)}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # Differentiated through the computation: the pullback (and the tangent map) are
 # themselves Calls, of hlodsl.vjp (jvp) applied to the computation.
 # Integer and boolean operands are held fixed.
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 from ._ad import inexact, jvp_through, put, vjp_through  # noqa: E402
 
@@ -100,8 +100,8 @@ def call_jvp(op: Call, tangents: tuple, out, *args):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, transformations  # noqa: E402
-from hlodsl.types import ArrayType  # noqa: E402
+from hlodsl.ir.rules import batch_rule, transformations  # noqa: E402
+from hlodsl.arrays.types import ArrayType  # noqa: E402
 
 
 @batch_rule.dispatch

@@ -12,9 +12,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ComplexFloating, Floating
+from hlodsl.arrays.dtypes import ComplexFloating, Floating
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 from ._checks import flag
 
@@ -58,7 +58,7 @@ class Cholesky(HloOp, opcode="cholesky"):
         return (low if self.lower else np.conj(np.swapaxes(low, -1, -2))).astype(a.dtype)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # For the factor L of S (S Hermitian, built from the triangle that is read):
 # with Phi(X) the lower triangle of X with its diagonal halved, the adjoint of
 # dS -> dL is Lbar -> G = L^-H Phi(L^H Lbar) L^-1 (Murray 2016, "Differentiation
@@ -67,11 +67,11 @@ class Cholesky(HloOp, opcode="cholesky"):
 # on the way in and the result on the way out. The upper form is the lower form
 # of a^H (the factor is L^H).
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 def _phi(x):
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     from .broadcast import Broadcast
     from ._ad import mul
@@ -105,7 +105,7 @@ def cholesky_vjp(op: Cholesky, ct, out, a):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 @batch_rule.dispatch

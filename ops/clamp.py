@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 __all__ = ["Clamp"]
 
@@ -31,9 +31,9 @@ class Clamp(HloOp, opcode="clamp"):
         return np.minimum(np.maximum(x, lo), hi)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -57,7 +57,7 @@ def clamp_vjp(op: Clamp, ct, out, lo, x, hi):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import batch_size, with_batch  # noqa: E402
 

@@ -23,12 +23,12 @@ import attrs
 import numpy as np
 
 from hlodsl import runtime
-from hlodsl.array import array
-from hlodsl.dtypes import Inexact, int32
+from hlodsl.arrays.array import array
+from hlodsl.arrays.dtypes import Inexact, int32
 from hlodsl.errors import require
-from hlodsl.op import HloOp, check_arity, frozen
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, check_arity, frozen
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import flag, function, integer, non_negative, optional
 
@@ -401,12 +401,12 @@ def _entry(vector, j: int):
     return Reshape(())(Slice((j,), (j + 1,), (1,))(vector))
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # The cotangent of a sum all-reduce is the sum all-reduce of the cotangent (every
 # device's input reaches every device's output once). The variadic collectives treat
 # each operand alone, so their rules apply per operand.
 
-from hlodsl.rules import register_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import register_rule, vjp_rule  # noqa: E402
 
 
 def _each(ct) -> tuple:
@@ -481,7 +481,7 @@ for _cls in (AllToAll, CollectiveBroadcast):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import all_batched  # noqa: E402
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Bool, ComplexFloating, Floating, UnsignedInteger, pred
+from hlodsl.arrays.dtypes import Bool, ComplexFloating, Floating, UnsignedInteger, pred
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 __all__ = ["Compare", "Select"]
 
@@ -118,9 +118,9 @@ class Select(HloOp, opcode="select"):
         return np.where(p, t, f)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import nondifferentiable, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable, vjp_rule  # noqa: E402
 
 nondifferentiable(Compare)
 
@@ -136,7 +136,7 @@ def select_vjp(op: Select, ct, out, p, t, f):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import all_batched, elementwise_rule  # noqa: E402
 from .broadcast import Broadcast  # noqa: E402

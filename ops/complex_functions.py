@@ -25,8 +25,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from hlodsl.dtypes import element_type
-from hlodsl.structural import Constant
+from hlodsl.arrays.dtypes import element_type
+from hlodsl.ir.structural import Constant
 
 from .binary import Add, And, Atan2, Divide, Maximum, Minimum, Multiply, Or, Subtract
 from .bitcast_convert import BitcastConvert

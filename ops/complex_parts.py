@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.dtypes import ComplexFloating, Floating, complex64, complex128, float32, float64
+from hlodsl.arrays.dtypes import ComplexFloating, Floating, complex64, complex128, float32, float64
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 __all__ = ["Complex", "Real", "Imag"]
 
@@ -56,9 +56,9 @@ class Imag(_Part, opcode="imag"):
         return np.imag(z)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 # jax's conventions: these ops are R-linear and the cotangent is their plain
 # transpose (no conjugation): real <- complex(ct, 0), imag <- complex(0, -ct),
@@ -95,7 +95,7 @@ def imag_vjp(op: Imag, ct, out, z):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import elementwise_rule  # noqa: E402
 

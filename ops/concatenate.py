@@ -14,8 +14,8 @@ import attrs
 import numpy as np
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import integer
 
@@ -59,9 +59,9 @@ class Concatenate(HloOp, opcode="concatenate"):
         return np.concatenate(arrays, axis=self.dimension)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -82,7 +82,7 @@ def concatenate_vjp(op: Concatenate, ct, out, *xs):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import all_batched  # noqa: E402
 

@@ -22,12 +22,12 @@ from typing import Callable
 
 import attrs
 
-from hlodsl.dtypes import int32, pred
+from hlodsl.arrays.dtypes import int32, pred
 from hlodsl.errors import require, user_location
-from hlodsl.op import HloOp, frozen, wrap_node
-from hlodsl.staging import stage_computation
-from hlodsl.structural import Tuple
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen, wrap_node
+from hlodsl.ir.staging import stage_computation
+from hlodsl.ir.structural import Tuple
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import function, functions, optional
 
@@ -146,14 +146,14 @@ class Conditional(HloOp, opcode="conditional"):
         return [f"true_computation={names[0]}", f"false_computation={names[1]}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # The derivative of a conditional is a conditional of derivatives: branch i of
 # the pullback takes (branch i's operands, ct) and returns the cotangents of
 # every branch's floating-point operands, zeros for the other branches', so all
 # branches return the same types; branch i of the tangent map returns the
 # tangent of branch i's result. The selector has no derivative.
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 from ._ad import inexact  # noqa: E402
 
@@ -165,7 +165,7 @@ def _leaves(x) -> list:
 def _zeros(t: ArrayType):
     import numpy as np
 
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     from .broadcast import Broadcast
 
@@ -259,8 +259,8 @@ def conditional_jvp(op: Conditional, tangents: tuple, out, selector, *flat):
 # result is batched if any branch's can be. With a selector per example, every
 # branch runs on every example and each example's result is selected.
 
-from hlodsl.interpret import depends  # noqa: E402
-from hlodsl.rules import batch_rule, transformations  # noqa: E402
+from hlodsl.ir.interpret import depends  # noqa: E402
+from hlodsl.ir.rules import batch_rule, transformations  # noqa: E402
 
 from ._batch import batch_size, dims_for, example_type, settle  # noqa: E402
 

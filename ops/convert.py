@@ -10,9 +10,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ComplexFloating, ElementType, Integer, element_type, float4_e2m1fn, pred
+from hlodsl.arrays.dtypes import ComplexFloating, ElementType, Integer, element_type, float4_e2m1fn, pred
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 __all__ = ["Convert"]
 
@@ -55,10 +55,10 @@ class Convert(HloOp, opcode="convert"):
         return np.asarray(x).astype(self.new_dtype.np_dtype)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
-from hlodsl.dtypes import Inexact  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
+from hlodsl.arrays.dtypes import Inexact  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -75,7 +75,7 @@ def convert_vjp(op: Convert, ct, out, x):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import elementwise_rule  # noqa: E402
 

@@ -12,10 +12,10 @@ import attrs
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from hlodsl.dtypes import ComplexFloating, Floating, Integer, Number, element_type
+from hlodsl.arrays.dtypes import ComplexFloating, Floating, Integer, Number, element_type
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import (check_permutation, integer, num_windows, operand_precision,
                       precision_attributes)
@@ -208,15 +208,15 @@ class Convolution(HloOp, opcode="convolution"):
         return np.transpose(out, np.argsort(os)).astype(rtype.dtype.np_dtype)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # Both cotangents are convolutions again (as jax's conv_general_dilated transpose
 # rules): ct_lhs convolves ct with the spatially reversed kernel, its in/out
 # features swapped, strides and lhs dilation trading places; ct_rhs convolves
 # lhs with ct, batch and feature dims swapped, strides and rhs dilation trading
 # places. Feature groups of one are batch groups of the other.
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
-from hlodsl.dtypes import Inexact  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.arrays.dtypes import Inexact  # noqa: E402
 
 
 def _split_axis(x, axis: int, major: int):
@@ -332,7 +332,7 @@ def convolution_jvp(op: Convolution, tangents: tuple, out, *args):
 # when only the kernel is, and into the feature groups when both are (each example
 # its own group). Dimension numbers below are per example, as the op's specs are.
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 def _merge_into(x, src: int, dst: int):

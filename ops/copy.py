@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 __all__ = ["Copy"]
 
@@ -23,9 +23,9 @@ class Copy(HloOp, opcode="copy"):
         return np.copy(x)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -36,7 +36,7 @@ def copy_vjp(op: Copy, ct, out, x):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import elementwise_rule  # noqa: E402
 

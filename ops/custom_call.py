@@ -15,7 +15,7 @@ dictionary XLA expects (``{"uplo": np.uint8(76)}`` -> ``{uplo = 76 : ui8}``);
 for the legacy API versions an opaque string.
 
 >>> import numpy as np
->>> from hlodsl.types import ArrayType, TupleType
+>>> from hlodsl.arrays.types import ArrayType, TupleType
 >>> CustomCall("lapack_spotrf_ffi", (ArrayType(np.float32, (3, 3)), ArrayType(np.int32, ())),
 ...            {"uplo": np.uint8(ord("L"))}).backend_config
 '{uplo = 76 : ui8}'
@@ -30,8 +30,8 @@ import attrs
 import numpy as np
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType, TokenType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType, TokenType, TupleType
 
 from ._checks import check_permutation, dims_text, flag
 
@@ -261,9 +261,9 @@ def is_known_target(target: str) -> bool:
     return target in _TARGET_RULES
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -278,7 +278,7 @@ def custom_call_vjp(op: CustomCall, ct, out, *args):
 # -- batching (vmap) --------------------------------------------------------------------
 
 
-from hlodsl.rules import not_batchable  # noqa: E402
+from hlodsl.ir.rules import not_batchable  # noqa: E402
 
 not_batchable(CustomCall, reason=(
     "a custom call is opaque: hlodsl cannot know what its target does with an extra "

@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from hlodsl.dtypes import uint32
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.arrays.dtypes import uint32
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 __all__ = ["ReplicaId", "PartitionId"]
 
@@ -30,9 +30,9 @@ class PartitionId(HloOp, opcode="partition-id"):
         return ArrayType(uint32, ())
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import nondifferentiable  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(ReplicaId, PartitionId)
 
@@ -40,7 +40,7 @@ nondifferentiable(ReplicaId, PartitionId)
 # -- batching (vmap): nothing to batch (no array operands) -------------------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import unbatched_rule  # noqa: E402
 

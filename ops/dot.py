@@ -13,10 +13,10 @@ import string
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ElementType, Floating, Number, element_type
+from hlodsl.arrays.dtypes import ElementType, Floating, Number, element_type
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import (check_dims, dims, dims_text, operand_precision,
                       precision_attributes)
@@ -163,9 +163,9 @@ class Dot(HloOp, opcode="dot"):
         return np.einsum(spec, lhs, rhs).astype(out_dtype)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule
+from hlodsl.ir.rules import vjp_rule
 
 
 def _dot_transpose(op: Dot, ct, other, mine_rank, mine_c, mine_b, other_c, other_b,
@@ -219,7 +219,7 @@ def dot_vjp(op: Dot, ct, out, lhs, rhs):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule
+from hlodsl.ir.rules import batch_rule
 
 from ._batch import shifted
 

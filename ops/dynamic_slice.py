@@ -17,10 +17,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Integer
+from hlodsl.arrays.dtypes import Integer
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import dims, dims_text
 
@@ -98,9 +98,9 @@ class DynamicUpdateSlice(HloOp, opcode="dynamic-update-slice"):
         return out
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -124,7 +124,7 @@ def dynamic_update_slice_vjp(op: DynamicUpdateSlice, ct, out, x, update, *starts
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import scalar, with_batch  # noqa: E402
 

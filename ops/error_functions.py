@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from hlodsl.dtypes import bfloat16, float32
+from hlodsl.arrays.dtypes import bfloat16, float32
 
 from . import _special_coefficients as K
 from ._special import SpecialUnary, add, c, chebyshev, div, lt, mul, select, sub
@@ -89,9 +89,9 @@ class ErfInv(SpecialUnary, opcode="erf-inv"):
         return mul(Sign()(y), out)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule
+from hlodsl.ir.rules import vjp_rule
 
 
 @vjp_rule.dispatch

@@ -10,10 +10,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ComplexFloating, complex64, complex128, float32, float64
+from hlodsl.arrays.dtypes import ComplexFloating, complex64, complex128, float32, float64
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import dims, dims_text, one_of
 
@@ -84,7 +84,7 @@ def _dtype_of(kind: str, dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # All four are linear; the cotangent is their transpose (jax's convention for
 # complex values). The DFT matrix is symmetric, so FFT and IFFT transpose to
 # themselves. RFFT is the FFT of the complex embedding, cut to n//2 + 1 entries:
@@ -92,12 +92,12 @@ def _dtype_of(kind: str, dtype: np.dtype) -> np.dtype:
 # the RFFT of ct, scaled by 1/N, doubled where RFFT dropped a mirrored
 # component, and conjugated.
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
 def fft_vjp(op: Fft, ct, out, x):
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     from .broadcast import Broadcast
     from .complex_parts import Real
@@ -130,7 +130,7 @@ def fft_jvp(op: Fft, tangents: tuple, out, *args):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 @batch_rule.dispatch

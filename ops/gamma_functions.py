@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 
 from . import _special_coefficients as K
 from ._special import PI, SpecialUnary, add, c, chebyshev, div, lt, mul, reduce_half, select, sub
@@ -149,9 +149,9 @@ class Digamma(SpecialUnary, opcode="digamma"):
         return select(_is_pole(x), c(float("nan"), x), out)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule
+from hlodsl.ir.rules import vjp_rule
 
 
 @vjp_rule.dispatch

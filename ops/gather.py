@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import attrs
 
-from hlodsl.dtypes import Integer
+from hlodsl.arrays.dtypes import Integer
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import dims, dims_text, flag, integer
 
@@ -144,12 +144,12 @@ class Gather(HloOp, opcode="gather"):
 
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
 import numpy as np  # noqa: E402
 
-from hlodsl.array import array  # noqa: E402
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.arrays.array import array  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 def _add(a, b):
@@ -209,7 +209,7 @@ def starts_in_bounds(indices, index_vector_dim: int, start_index_map, operand_sh
 @vjp_rule.dispatch
 def gather_vjp(op: Gather, ct, out, x, indices):
     # Scatter-add ct into zeros at the starts gather used (clamped, so none is skipped).
-    from hlodsl.op import op_class
+    from hlodsl.ir.op import op_class
 
     from ._ad import full_like
 
@@ -232,7 +232,7 @@ def gather_vjp(op: Gather, ct, out, x, indices):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import shifted, with_batch  # noqa: E402
 

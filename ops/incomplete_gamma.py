@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 
 from ._special import SpecialBinary, add, c, div, eps, lt, mul, select, sub
 from ._special_temme import TEMME
@@ -61,7 +61,7 @@ def _any_above(values: Array, bound: float):
 
 
 def _scalar(like: Array, value) -> Array:
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     return array(np.asarray(value, like.dtype.np_dtype))
 
@@ -95,7 +95,7 @@ def _series(a, x, active, with_da):
 
 
 def _scalar_i(value) -> Array:
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     return array(np.int32(value))
 
@@ -373,9 +373,9 @@ class Igammac(SpecialBinary, opcode="igammac"):
         return incomplete_gamma(a, x)[1]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule
+from hlodsl.ir.rules import vjp_rule
 
 from ._special import widened
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ElementType, Number, element_type
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.arrays.dtypes import ElementType, Number, element_type
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import integer, sizes
 
@@ -46,9 +46,9 @@ class Iota(HloOp, opcode="iota"):
         return idx.astype(self.dtype.np_dtype)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import nondifferentiable  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable  # noqa: E402
 
 nondifferentiable(Iota)
 
@@ -56,7 +56,7 @@ nondifferentiable(Iota)
 # -- batching (vmap): nothing to batch (no array operands) -------------------------
 
 
-from hlodsl.rules import batch_rule, register_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, register_rule  # noqa: E402
 
 from ._batch import unbatched_rule  # noqa: E402
 

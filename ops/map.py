@@ -13,9 +13,9 @@ from typing import Callable
 import attrs
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import check_one_float_precision, dims_text, function
 
@@ -47,14 +47,14 @@ class Map(HloOp, opcode="map"):
                 f"to_apply={ctx.computation(self._comp(operand_types))}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
 import attrs  # noqa: E402
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
-from hlodsl.rules import transformations  # noqa: E402
-from hlodsl.dtypes import Inexact  # noqa: E402
+from hlodsl.ir.rules import transformations  # noqa: E402
+from hlodsl.arrays.dtypes import Inexact  # noqa: E402
 
 
 @attrs.frozen
@@ -98,7 +98,7 @@ def map_vjp(op: Map, ct, out, *xs):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import elementwise_rule  # noqa: E402
 

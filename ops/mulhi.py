@@ -16,9 +16,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from hlodsl.dtypes import Integer, SignedInteger, int64, uint64
+from hlodsl.arrays.dtypes import Integer, SignedInteger, int64, uint64
 from hlodsl.errors import require
-from hlodsl.op import Composite
+from hlodsl.ir.op import Composite
 
 from ._special import c, select
 from .binary import Add, And, Binary, Multiply, Subtract
@@ -83,6 +83,6 @@ class MulHi(Composite, Binary, opcode="mulhi"):
 
 # -- derivatives: integers carry none ----------------------------------------------------
 
-from hlodsl.rules import nondifferentiable
+from hlodsl.ir.rules import nondifferentiable
 
 nondifferentiable(MulHi)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.dtypes import Floating, bfloat16, float16, float32, float64, uint16, uint32, uint64
+from hlodsl.arrays.dtypes import Floating, bfloat16, float16, float32, float64, uint16, uint32, uint64
 from hlodsl.errors import require
-from hlodsl.op import Composite
+from hlodsl.ir.op import Composite
 
 from ._special import c, select
 from .binary import Add, And, Binary, Or, Subtract
@@ -81,6 +81,6 @@ class NextAfter(Composite, Binary, opcode="next-after"):
 # -- derivatives and batching ----------------------------------------------------------
 # Piecewise constant in y and the identity plus a step in x: as jax, no derivative.
 
-from hlodsl.rules import nondifferentiable
+from hlodsl.ir.rules import nondifferentiable
 
 nondifferentiable(NextAfter)

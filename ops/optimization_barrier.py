@@ -13,9 +13,9 @@ rematerialisation from being undone). Tokens may pass through too.
 from __future__ import annotations
 
 from hlodsl.errors import require, user_location
-from hlodsl.op import HloOp, frozen, wrap_node
-from hlodsl.structural import Tuple
-from hlodsl.types import TupleType
+from hlodsl.ir.op import HloOp, frozen, wrap_node
+from hlodsl.ir.structural import Tuple
+from hlodsl.arrays.types import TupleType
 
 __all__ = ["OptimizationBarrier"]
 
@@ -47,11 +47,11 @@ class OptimizationBarrier(HloOp, opcode="opt-barrier"):
         return tuple(arrays)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.array import Array  # noqa: E402
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
-from hlodsl.dtypes import Inexact  # noqa: E402
+from hlodsl.arrays.array import Array  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.arrays.dtypes import Inexact  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -69,7 +69,7 @@ def optimization_barrier_jvp(op: OptimizationBarrier, tangents: tuple, out, *val
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 @batch_rule.dispatch

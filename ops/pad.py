@@ -11,8 +11,8 @@ import attrs
 import numpy as np
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import dims
 
@@ -83,9 +83,9 @@ class Pad(HloOp, opcode="pad"):
                          zip(self.low, self.high, out.shape))]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -93,9 +93,9 @@ def pad_vjp(op: Pad, ct, out, x, value):
     # The operand's ct: undo the edge padding (a crop becomes a zero pad), then take
     # every (interior + 1)-th element. The padding value's: the sum of ct over the
     # padded positions, i.e. the total of ct less the total of the operand's part.
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
-    from hlodsl.op import op_class
+    from hlodsl.ir.op import op_class
 
     from ._ad import full_like, sub, sum_dims
 
@@ -113,7 +113,7 @@ def pad_vjp(op: Pad, ct, out, x, value):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import scalar, with_batch  # noqa: E402
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Floating
+from hlodsl.arrays.dtypes import Floating
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 from ._checks import integer
 from .unary import Unary
@@ -58,9 +58,9 @@ class ReducePrecision(HloOp, opcode="reduce-precision"):
         return [f"exponent_bits={self.exponent_bits}", f"mantissa_bits={self.mantissa_bits}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import nondifferentiable, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable, vjp_rule  # noqa: E402
 
 # Piecewise constant, as the other roundings (ops/unary.py).
 nondifferentiable(RoundNearestAfz)
@@ -75,7 +75,7 @@ def reduce_precision_vjp(op: ReducePrecision, ct, out, x):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 @batch_rule.dispatch

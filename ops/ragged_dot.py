@@ -38,11 +38,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.array import array
-from hlodsl.dtypes import ElementType, Integer, element_type, int64
+from hlodsl.arrays.array import array
+from hlodsl.arrays.dtypes import ElementType, Integer, element_type, int64
 from hlodsl.errors import ShapeError, require
-from hlodsl.op import Composite, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import Composite, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._ad import add, full_like
 from ._checks import check_dims, dims

@@ -24,12 +24,12 @@ from typing import Callable
 import attrs
 import numpy as np
 
-from hlodsl.array import Array
-from hlodsl.dtypes import Bool, Floating, Integer
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Bool, Floating, Integer
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import check_dims, check_one_float_precision, dims, dims_text, function
 
@@ -142,7 +142,7 @@ def identity(kind: str, dtype) -> np.ndarray | None:
 
 def known_value(x) -> np.ndarray | None:
     """``x``'s value where it is known before running: concrete, or a staged constant."""
-    from hlodsl.structural import Constant
+    from hlodsl.ir.structural import Constant
 
     if not isinstance(x, Array):
         return None
@@ -192,9 +192,9 @@ def check_identity_init(op, args, outside: str = "") -> None:
             f"{combine}()({type(op).__name__}(...)(x, {want}), init){outside}")
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -255,7 +255,7 @@ def reduce_vjp(op: Reduce, ct, out, *args):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import NotBatchableError, batch_rule  # noqa: E402
+from hlodsl.ir.rules import NotBatchableError, batch_rule  # noqa: E402
 
 from ._batch import batch_size, shifted, with_batch  # noqa: E402
 

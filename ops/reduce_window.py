@@ -19,9 +19,9 @@ from typing import Callable
 import attrs
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import dims, num_windows
 from .reduce import check_identity_init
@@ -188,7 +188,7 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
         return attrs.evolve(self, padding=padding)(*trimmed, *args[n:])
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # A sum window's cotangent spreads ct back over each window: ct padded (strides
 # become interior padding) and summed over windows again, as jax's
 # reduce_window_sum transpose. A max/min window's ct goes to the element each
@@ -198,7 +198,7 @@ class ReduceWindow(HloOp, opcode="reduce-window"):
 # (``_tiled_chooser_transpose``). The init value is added once per result
 # element (padding adds nothing).
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 def _kind(op: ReduceWindow, args) -> str:
@@ -224,7 +224,7 @@ def _chooser_check(op: ReduceWindow) -> None:
 def _zero(x):
     import numpy as np
 
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     return array(np.zeros((), x.dtype.np_dtype))
 
@@ -274,7 +274,7 @@ def _tiled_chooser_transpose(ct, out, x, window: tuple[int, ...]):
     """
     import numpy as np
 
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     from .broadcast import Broadcast
     from .compare import Compare, Select
@@ -338,7 +338,7 @@ def select_gather(direction: str, window_dimensions, window_strides, padding, op
     """
     import numpy as np
 
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     np_dtype = operand.dtype.np_dtype
     big = np.inf if np_dtype.kind in "fc" else np.iinfo(np_dtype).max
@@ -350,7 +350,7 @@ def select_gather(direction: str, window_dimensions, window_strides, padding, op
 
 @vjp_rule.dispatch
 def reduce_window_vjp(op: ReduceWindow, ct, out, *args):
-    from hlodsl.op import op_class
+    from hlodsl.ir.op import op_class
 
     from ._ad import sum_dims
 
@@ -389,7 +389,7 @@ def reduce_window_jvp(op: ReduceWindow, tangents: tuple, out, *args):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from .reduce import _batched_operands  # noqa: E402
 

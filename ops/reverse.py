@@ -11,7 +11,7 @@ import attrs
 import numpy as np
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 from ._checks import check_dims, dims, dims_text
 
@@ -39,9 +39,9 @@ class Reverse(HloOp, opcode="reverse"):
         return np.flip(x, self.dimensions)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -52,7 +52,7 @@ def reverse_vjp(op: Reverse, ct, out, x):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import shifted  # noqa: E402
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import attrs
 
-from hlodsl.dtypes import ElementType, Floating, UnsignedInteger, element_type, uint64
+from hlodsl.arrays.dtypes import ElementType, Floating, UnsignedInteger, element_type, uint64
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import sizes
 
@@ -87,9 +87,9 @@ class RngBitGenerator(HloOp, opcode="rng-bit-generator"):
         return [f"algorithm=rng_{self.algorithm}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import nondifferentiable  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable  # noqa: E402
 
 # Random draws carry no derivative with respect to their parameters or state.
 nondifferentiable(Rng, RngBitGenerator)
@@ -98,7 +98,7 @@ nondifferentiable(Rng, RngBitGenerator)
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule, not_batchable  # noqa: E402
+from hlodsl.ir.rules import batch_rule, not_batchable  # noqa: E402
 
 from ._batch import batch_size, scalar  # noqa: E402
 
@@ -110,7 +110,7 @@ def rng_batched(op: Rng, args: tuple, dims: tuple):
     from .binary import Add, Multiply, Subtract
     from .broadcast import Broadcast
 
-    from hlodsl.dtypes import Integer, float64
+    from hlodsl.arrays.dtypes import Integer, float64
 
     from .convert import Convert
     from .unary import Floor

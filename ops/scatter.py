@@ -22,9 +22,9 @@ from typing import Callable
 import attrs
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import dims, dims_text, flag, function, integer
 from .gather import check_disjoint, check_sorted_unique, index_batch_shape
@@ -137,15 +137,15 @@ class Scatter(HloOp, opcode="scatter"):
         return out
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
 import math  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from hlodsl.array import array  # noqa: E402
-from hlodsl.rules import vjp_rule  # noqa: E402
-from hlodsl.dtypes import int32  # noqa: E402
+from hlodsl.arrays.array import array  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
+from hlodsl.arrays.dtypes import int32  # noqa: E402
 
 
 def combiner_kind(op: Scatter, dtype) -> str | None:
@@ -256,7 +256,7 @@ def _window_ids(op: Scatter, updates):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import batch_size, shifted, with_batch  # noqa: E402
 

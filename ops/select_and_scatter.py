@@ -17,11 +17,11 @@ from typing import Callable
 
 import attrs
 
-from hlodsl.dtypes import pred
+from hlodsl.arrays.dtypes import pred
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import dims, function
 from .reduce_window import (check_window, ones, pairs, select_gather, takes, window_shape,
@@ -84,14 +84,14 @@ class SelectAndScatter(HloOp, opcode="select-and-scatter"):
                 f"scatter={ctx.computation(scatter)}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # The result is linear in source (and init): each source value lands on the
 # element its window selects. The cotangent of source gathers ct back from those
 # elements: a two-operand ReduceWindow over (operand, ct) that carries the
 # selected element's ct along (jax's select_and_gather_add). The operand only
 # chooses positions, so it has no derivative (zero almost everywhere).
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 def select_direction(select: Callable, dtype) -> str | None:
@@ -155,8 +155,8 @@ def select_and_scatter_jvp(op: SelectAndScatter, tangents: tuple, out, *args):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
-from hlodsl.rules import NotBatchableError  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import NotBatchableError  # noqa: E402
 
 from ._batch import batch_size, with_batch  # noqa: E402
 

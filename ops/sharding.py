@@ -15,8 +15,8 @@ public so that users can see and extend what those stage.
 - ``ManualComputation(body)``: that per-device code, as a ``call`` that XLA
   must not inline before partitioning.
 
->>> from hlodsl.sharding import make_mesh, NamedSharding, P
->>> from hlodsl.types import ArrayType
+>>> from hlodsl.arrays.sharding import make_mesh, NamedSharding, P
+>>> from hlodsl.arrays.types import ArrayType
 >>> import numpy as np
 >>> s = NamedSharding(make_mesh((1,), ("x",)), P("x"))
 >>> ShardingConstraint(s).result_type(ArrayType(np.float32, (4, 2)))
@@ -30,10 +30,10 @@ from typing import Callable
 import attrs
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.sharding import Mesh, NamedSharding, manual_mesh
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.sharding import Mesh, NamedSharding, manual_mesh
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import function
 
@@ -88,7 +88,7 @@ class _Annotation(HloOp):
     manual_region = False
 
     def __call__(self, *args):
-        from hlodsl.graph import current_builder
+        from hlodsl.ir.graph import current_builder
 
         if self.manual_region and current_builder() is None:
             raise TypeError(
@@ -251,13 +251,13 @@ class ManualComputation(_Annotation, opcode="manual-computation"):
                 'frontend_attributes={inlineable="false"}']
 
 
-# -- derivatives and batching (hlodsl.rules, used by hlodsl.transforms) --------------------
+# -- derivatives and batching (hlodsl.ir.rules, used by hlodsl.transforms) --------------------
 # A layout annotation is the identity on values: its cotangent and tangent take the
 # same layout. The manual region's ops are differentiated as a whole by
 # hd.shard_map (its reverse is another shard_map); applied by hand they say so.
 # Under vmap a layout gains an unsplit leading (batch) dimension.
 
-from hlodsl.rules import batch_rule, jvp_rule, not_batchable, register_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule, jvp_rule, not_batchable, register_rule, vjp_rule  # noqa: E402
 
 from ._batch import move_to_front  # noqa: E402
 
@@ -294,7 +294,7 @@ for _cls in (GlobalToLocal, LocalToGlobal, ManualComputation):
 
 
 def _batched_sharding(s: NamedSharding) -> NamedSharding:
-    from hlodsl.sharding import PartitionSpec
+    from hlodsl.arrays.sharding import PartitionSpec
 
     return NamedSharding(s.mesh, PartitionSpec(None, *s.spec))
 

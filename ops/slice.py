@@ -12,8 +12,8 @@ from __future__ import annotations
 import attrs
 
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.types import ArrayType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.types import ArrayType
 
 from ._checks import dims
 
@@ -69,9 +69,9 @@ class Slice(HloOp, opcode="slice"):
 
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -80,7 +80,7 @@ def slice_vjp(op: Slice, ct, out, x):
     # between its elements and zeros around them, i.e. ct padded.
     import numpy as np
 
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     from ._ad import full_like
     from .pad import Pad
@@ -97,7 +97,7 @@ def slice_vjp(op: Slice, ct, out, x):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 @batch_rule.dispatch

@@ -17,11 +17,11 @@ from typing import Callable
 
 import attrs
 
-from hlodsl.dtypes import pred
+from hlodsl.arrays.dtypes import pred
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
-from hlodsl.staging import stage_computation
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen
+from hlodsl.ir.staging import stage_computation
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import flag, function, integer
 from .reduce_window import takes
@@ -69,9 +69,9 @@ class Sort(HloOp, opcode="sort"):
         return out + [f"to_apply={ctx.computation(self._comp(operand_types))}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @attrs.frozen
@@ -144,7 +144,7 @@ def _permutation(op: Sort, xs):
     NOTE: for is_stable=False, equivalent elements are assumed to move as they
     did in the first sort (XLA's sort is deterministic).
     """
-    from hlodsl.dtypes import int32
+    from hlodsl.arrays.dtypes import int32
 
     from .iota import Iota
 
@@ -155,7 +155,7 @@ def _permutation(op: Sort, xs):
 @vjp_rule.dispatch
 def sort_vjp(op: Sort, ct, out, *xs):
     # Every cotangent goes back to where its element came from.
-    from hlodsl.dtypes import Inexact
+    from hlodsl.arrays.dtypes import Inexact
 
     perm = _permutation(op, xs)
     cts = ct if isinstance(ct, tuple) else (ct,)
@@ -175,7 +175,7 @@ def sort_jvp(op: Sort, tangents: tuple, out, *xs):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import all_batched  # noqa: E402
 

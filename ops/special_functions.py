@@ -17,9 +17,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from hlodsl.dtypes import ComplexFloating, Floating
-from hlodsl.op import Composite
-from hlodsl.structural import Constant
+from hlodsl.arrays.dtypes import ComplexFloating, Floating
+from hlodsl.ir.op import Composite
+from hlodsl.ir.structural import Constant
 
 from . import binary as b
 from . import unary as u
@@ -181,12 +181,12 @@ class Acosh(_Elementary, opcode="acosh"):
         return Select()(_large(x, x), big, _log1p_sqrt(x, b.Subtract()(x, _c(1, x))))
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # ct * f'(x), real or complex (jax's convention: the transpose, no conjugate). Where
 # sqrt(1 - x^2) would round, (1 - x)(1 + x); for acosh two square roots, which keep
 # the principal branch in the left half-plane, where sqrt(x^2 - 1) has the other sign.
 
-from hlodsl.rules import register_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import register_rule, vjp_rule  # noqa: E402
 
 from ._ad import add, div, full_like, mul, sub  # noqa: E402
 

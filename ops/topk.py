@@ -10,11 +10,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import Bool, ComplexFloating, Floating, Integer, int32
+from hlodsl.arrays.dtypes import Bool, ComplexFloating, Floating, Integer, int32
 from hlodsl.errors import require, user_location
-from hlodsl.op import HloOp, frozen, wrap_node
-from hlodsl.structural import GetTupleElement
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen, wrap_node
+from hlodsl.ir.structural import GetTupleElement
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import flag, integer
 from .unary import Negate, Not
@@ -88,9 +88,9 @@ class TopK(HloOp, opcode="topk"):
         return np.take_along_axis(x, idx, -1), idx
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -114,7 +114,7 @@ def top_k_jvp(op: TopK, tangents: tuple, out, x):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 
 @batch_rule.dispatch

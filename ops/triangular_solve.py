@@ -13,9 +13,9 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.dtypes import ComplexFloating, Floating
+from hlodsl.arrays.dtypes import ComplexFloating, Floating
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 from ._checks import flag, one_of
 
@@ -80,14 +80,14 @@ class TriangularSolve(HloOp, opcode="triangular-solve"):
         return np.swapaxes(x, -1, -2).astype(b.dtype)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # With T = op(a) as read (triangle, unit diagonal, transpose) and x the result:
 # left side, T x = b gives ct_b = T^-T ct and ct_T = -ct_b x^T; right side,
 # x T = b gives ct_b = ct T^-T and ct_T = -x^T ct_b (jax's convention for complex
 # values: transposes, not adjoints). ct_a is ct_T brought back through op and
 # kept to the triangle that is read.
 
-from hlodsl.rules import vjp_rule  # noqa: E402
+from hlodsl.ir.rules import vjp_rule  # noqa: E402
 
 
 def matrix_transpose(x):
@@ -114,7 +114,7 @@ def matmul(a, b):
 
 def triangle(x, lower: bool, strict: bool = False):
     """The lower (else upper) triangle of each matrix of ``x``, the rest zero."""
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     from .broadcast import Broadcast
     from .compare import Select
@@ -151,7 +151,7 @@ def triangular_solve_vjp(op: TriangularSolve, ct, out, a, b):
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import all_batched  # noqa: E402
 

@@ -14,12 +14,12 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from hlodsl.dtypes import (
+from hlodsl.arrays.dtypes import (
     Bool, ComplexFloating, ElementType, Floating, Inexact, Integer, Number, SignedInteger,
     element_type, pred,
 )
 from hlodsl.errors import require
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 __all__ = [
     "Unary", "Abs", "Negate", "Sign", "Floor", "Ceil", "RoundNearestEven", "Exp", "Expm1",
@@ -182,9 +182,9 @@ class IsFinite(Unary, opcode="is-finite"):
         return super().result_type(x).with_dtype(pred)
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms): the operand's cotangent given the result's ct -------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms): the operand's cotangent given the result's ct -------
 
-from hlodsl.rules import nondifferentiable, register_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import nondifferentiable, register_rule, vjp_rule  # noqa: E402
 
 from ._ad import add, div, full_like, mul, neg, sub  # noqa: E402
 
@@ -242,7 +242,7 @@ nondifferentiable(Sign, Floor, Ceil, RoundNearestEven, Not, IsFinite)
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.rules import batch_rule  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import elementwise_rule  # noqa: E402
 

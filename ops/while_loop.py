@@ -19,12 +19,12 @@ from typing import Callable
 
 import attrs
 
-from hlodsl.dtypes import pred
+from hlodsl.arrays.dtypes import pred
 from hlodsl.errors import require, user_location
-from hlodsl.op import HloOp, frozen, wrap_node
-from hlodsl.staging import stage_computation
-from hlodsl.structural import Tuple
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.op import HloOp, frozen, wrap_node
+from hlodsl.ir.staging import stage_computation
+from hlodsl.ir.structural import Tuple
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import function
 
@@ -81,12 +81,12 @@ class While(HloOp, opcode="while"):
         return [f"condition={ctx.computation(cond)}", f"body={ctx.computation(body)}"]
 
 
-# -- derivatives (hlodsl.rules, used by hlodsl.transforms) ------------------------------------------------
+# -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------
 # Forward mode carries the tangents of the floating-point state elements as
 # extra state: the new body is hlodsl.jvp of the body. Reverse mode
 # would need the trip count (or a stack of states) to run the body backwards.
 
-from hlodsl.rules import jvp_rule, vjp_rule  # noqa: E402
+from hlodsl.ir.rules import jvp_rule, vjp_rule  # noqa: E402
 
 
 @vjp_rule.dispatch
@@ -134,8 +134,8 @@ def while_jvp(op: While, tangents: tuple, out, *state):
 # examples, the loop runs while any example's does, and an example whose own
 # condition is false keeps its state (a select), so every carry is batched.
 
-from hlodsl.interpret import depends  # noqa: E402
-from hlodsl.rules import batch_rule, transformations  # noqa: E402
+from hlodsl.ir.interpret import depends  # noqa: E402
+from hlodsl.ir.rules import batch_rule, transformations  # noqa: E402
 
 from ._batch import batch_size, dims_for, example_type, settle  # noqa: E402
 

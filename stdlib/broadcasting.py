@@ -11,8 +11,8 @@ from __future__ import annotations
 import operator
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
 from hlodsl.errors import ShapeError, user_location, with_location
 
 from .promotion import promote

@@ -14,11 +14,11 @@ as the standard specifies.
 
 import math
 
-from hlodsl.dtypes import (  # noqa: F401  (re-exported under the standard's names)
+from hlodsl.arrays.dtypes import (  # noqa: F401  (re-exported under the standard's names)
     bfloat16, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,
     uint8, uint16, uint32, uint64,
 )
-from hlodsl.dtypes import pred as bool  # noqa: A004  (the standard's name)
+from hlodsl.arrays.dtypes import pred as bool  # noqa: A004  (the standard's name)
 
 __all__ = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -27,11 +27,11 @@ import numbers
 
 import numpy as np
 
-from hlodsl.scalars import static_hint
+from hlodsl.arrays.scalars import static_hint
 from hlodsl import ops
-from hlodsl.array import Array, array, default_device
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import (
+from hlodsl.arrays.array import Array, array, default_device
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import (
     Bool, ComplexFloating, Floating, Integer, SignedInteger, UnsignedInteger, complex64,
     default_inexact, element_type, float32, float64, int32, int64, pred, uint64,
 )
@@ -162,7 +162,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     hlodsl.Array[int16, (3,)]([0, 1, 2])
     """
     from hlodsl import runtime
-    from hlodsl.types import ArrayType
+    from hlodsl.arrays.types import ArrayType
 
     _check_device(device, "from_dlpack")
     if copy is not None and not isinstance(copy, bool):

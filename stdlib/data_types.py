@@ -37,9 +37,9 @@ import ml_dtypes
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import (
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import (
     Bool, ComplexFloating, ElementType, Floating, Inexact, Integer, Number, SignedInteger,
     UnsignedInteger, bfloat16, complex64, complex128, default_inexact, element_type, float16,
     float32, float64, int64, pred,

@@ -43,9 +43,9 @@ from collections import namedtuple
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import ComplexFloating, int32, int64
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import ComplexFloating, int32, int64
 from hlodsl.errors import ShapeError
 
 from . import lapack, reductions, statistics

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
 
 from . import lapack
 from .decompositions import _failed, _prepare

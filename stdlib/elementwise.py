@@ -20,9 +20,9 @@ import numpy as np
 from hlodsl.transforms.eager import eager_module
 from hlodsl import ops
 from hlodsl.ops import complex_functions
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import (
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import (
     Bool, ComplexFloating, Floating, Inexact, Integer, UnsignedInteger, element_type, float64,
     pred,
 )

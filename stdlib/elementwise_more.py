@@ -17,10 +17,10 @@ hlodsl.Array[float32, (3,)]([0. , 0.5, 1. ])
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from hlodsl.ops import complex_functions
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import (
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import (
     Bool, ComplexFloating, Floating, Inexact, Integer, SignedInteger, UnsignedInteger,
     element_type, float64, pred,
 )

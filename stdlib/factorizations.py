@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections import namedtuple
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import ComplexFloating, Floating, Inexact, Number, float32, float64, int32
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import ComplexFloating, Floating, Inexact, Number, float32, float64, int32
 from hlodsl.errors import ShapeError
 from hlodsl.transforms.autodiff import vjp
 from hlodsl.transforms.custom import custom_jvp, custom_vjp

@@ -28,9 +28,9 @@ import math
 import numbers
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import (
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import (
     ComplexFloating,
     Floating,
     complex64,

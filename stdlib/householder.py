@@ -23,8 +23,8 @@ hlodsl.Array[float64, (2, 2)](
 from __future__ import annotations
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dtypes import ComplexFloating, int32
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import ComplexFloating, int32
 
 from .elementwise_more import _real, conj
 from .matrices import filled, magnitude, spread, sum_exact, triangle_mask

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array, is_symbolic
-from hlodsl.dtypes import Bool
+from hlodsl.arrays.array import Array, is_symbolic
+from hlodsl.arrays.dtypes import Bool
 from hlodsl.errors import ShapeError, staging_error
 
 from .broadcasting import broadcast_to

@@ -39,9 +39,9 @@ import operator
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array, array, is_symbolic
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import Bool, Integer, int32, int64, uint32, uint64
+from hlodsl.arrays.array import Array, array, is_symbolic
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import Bool, Integer, int32, int64, uint32, uint64
 from hlodsl.errors import staging_error
 
 from .broadcasting import broadcast_to

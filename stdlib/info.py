@@ -15,8 +15,8 @@ True
 
 from __future__ import annotations
 
-from hlodsl.array import Device, default_device
-from hlodsl.dtypes import (
+from hlodsl.arrays.array import Device, default_device
+from hlodsl.arrays.dtypes import (
     complex64, complex128, default_inexact, float32, float64, int8, int16, int32, int64, pred,
     uint8, uint16, uint32, uint64,
 )

@@ -42,8 +42,8 @@ import functools
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dtypes import ComplexFloating, float64, int32, pred
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import ComplexFloating, float64, int32, pred
 
 from .elementwise_more import _real, conj
 from .householder import householder_qr

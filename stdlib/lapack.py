@@ -49,12 +49,12 @@ import attrs
 import numpy as np
 
 from hlodsl import ops, runtime
-from hlodsl.array import Array
-from hlodsl.dtypes import complex64, complex128, float32, float64, int32
-from hlodsl.op import frozen
-from hlodsl.rules import batch_rule
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import complex64, complex128, float32, float64, int32
+from hlodsl.ir.op import frozen
+from hlodsl.ir.rules import batch_rule
 from hlodsl.settings import LINALG_KERNELS, config
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from .manipulation import fail
 from .promotion import lift

@@ -26,10 +26,10 @@ from numbers import Real
 import attrs
 
 from hlodsl import ops
-from hlodsl.array import Array, Matrix, Vector
-from hlodsl.dispatcher import dispatch
+from hlodsl.arrays.array import Array, Matrix, Vector
+from hlodsl.ir.dispatcher import dispatch
 from hlodsl.errors import ShapeError
-from hlodsl.scalars import static_hint
+from hlodsl.arrays.scalars import static_hint
 
 from .broadcasting import broadcast_shapes, broadcast_to
 from .decompositions import (

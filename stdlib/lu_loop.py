@@ -14,8 +14,8 @@ over them, used after LAPACK's ``getrf`` too).
 from __future__ import annotations
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dtypes import Floating, int32
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Floating, int32
 
 from .matrices import filled, spread, sum_exact
 from .promotion import lift

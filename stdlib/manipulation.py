@@ -31,9 +31,9 @@ import numpy as np
 from numpy.exceptions import AxisError
 
 from hlodsl import ops
-from hlodsl.array import Array, array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import all_element_types, element_type
+from hlodsl.arrays.array import Array, array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import all_element_types, element_type
 from hlodsl.errors import ShapeError, user_location
 
 from .broadcasting import broadcast_shapes as _shapes_broadcast

@@ -11,8 +11,8 @@ dimensions; none checks its arguments (their callers have).
 from __future__ import annotations
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dtypes import ComplexFloating, int32
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import ComplexFloating, int32
 
 from .broadcasting import broadcast_to
 from .elementwise_more import conj, hypot

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping, Sequence
 
-from hlodsl.array import Array
-from hlodsl.compiler import compile
-from hlodsl.dtypes import float32
+from hlodsl.arrays.array import Array
+from hlodsl.compilation.compiler import compile
+from hlodsl.arrays.dtypes import float32
 from hlodsl.errors import ShapeError
 
 from . import manipulation as mp

@@ -24,8 +24,8 @@ from collections.abc import Callable
 import hlodsl.stdlib as xp  # resolved at call time: this module loads while xp does
 import numpy as np
 
-from hlodsl.array import Array, array
-from hlodsl.dtypes import Inexact
+from hlodsl.arrays.array import Array, array
+from hlodsl.arrays.dtypes import Inexact
 
 from .manipulation import as_dtype, fail, normalize_axis
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import hlodsl.stdlib as xp  # resolved at call time: this module loads while xp does
 import numpy as np
 
-from hlodsl.array import Array, is_symbolic
-from hlodsl.dtypes import Bool, Inexact, Integer, float64
+from hlodsl.arrays.array import Array, is_symbolic
+from hlodsl.arrays.dtypes import Bool, Inexact, Integer, float64
 
 from . import linalg as _linalg
 from .manipulation import fail

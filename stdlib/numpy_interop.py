@@ -27,8 +27,8 @@ from __future__ import annotations
 import hlodsl.stdlib as xp  # resolved at call time: this module loads while xp does
 import numpy as np
 
-from hlodsl.array import Array
-from hlodsl.dtypes import ComplexFloating, float64
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import ComplexFloating, float64
 
 from . import numpy_functions as nf
 from . import numpy_functions_more as nfm

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from hlodsl.errors import NoMethodError
 from hlodsl.transforms.eager import MISS, FastPath
 

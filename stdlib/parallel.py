@@ -23,10 +23,10 @@ from __future__ import annotations
 from math import prod
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dtypes import int32, uint32
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import int32, uint32
 from hlodsl.errors import staging_error
-from hlodsl.sharding import Mesh, current_manual_mesh
+from hlodsl.arrays.sharding import Mesh, current_manual_mesh
 
 from .creation import asarray
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array, array
+from hlodsl.arrays.array import Array, array
 from hlodsl.cache import BoundedCache
-from hlodsl.graph import current_builder
-from hlodsl.structural import Constant
-from hlodsl.dtypes import Bool, Integer, element_type
+from hlodsl.ir.graph import current_builder
+from hlodsl.ir.structural import Constant
+from hlodsl.arrays.dtypes import Bool, Integer, element_type
 
 from .data_types import result_type
 

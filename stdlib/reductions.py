@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import (
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import (
     Bool, ComplexFloating, Floating, Inexact, Integer, UnsignedInteger, float64,
     int64, uint64,
 )

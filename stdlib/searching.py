@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array, array, is_symbolic
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import Bool, Floating, Integer, int64, pred
+from hlodsl.arrays.array import Array, array, is_symbolic
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import Bool, Floating, Integer, int64, pred
 from hlodsl.errors import ShapeError, staging_error
 
 from .indexing import getitem

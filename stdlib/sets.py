@@ -30,9 +30,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from hlodsl import ops
-from hlodsl.array import Array, is_symbolic
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import ComplexFloating, Floating, int8, int64, pred
+from hlodsl.arrays.array import Array, is_symbolic
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import ComplexFloating, Floating, int8, int64, pred
 from hlodsl.errors import staging_error
 
 from .manipulation import as_int, fail

@@ -18,7 +18,7 @@ hlodsl.Array[float64, (2,)]([0.26424112, 0.80085173])
 """
 
 from hlodsl import ops
-from hlodsl.dtypes import Bool, Floating, Integer
+from hlodsl.arrays.dtypes import Bool, Floating, Integer
 
 from .broadcasting import broadcast_arrays
 from .elementwise import _generic, check_kinds

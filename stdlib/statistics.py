@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numbers
 
-from hlodsl.scalars import static_hint
+from hlodsl.arrays.scalars import static_hint
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import ComplexFloating, Inexact, float64, pred
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import ComplexFloating, Inexact, float64, pred
 
 from .elementwise import divide, logical_and, logical_or, multiply, sqrt, subtract
 from .manipulation import as_dtype, as_int, concat, fail, normalize_axes, normalize_axis

@@ -11,7 +11,7 @@ import pkgutil
 import plum
 
 import hlodsl.stdlib as xp
-from hlodsl.dispatcher import methods
+from hlodsl.ir.dispatcher import methods
 
 __all__ = ["Opaque", "public_generics", "no_method_arities"]
 

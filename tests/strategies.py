@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 
 import hlodsl as hd
-from hlodsl.dtypes import all_element_types
+from hlodsl.arrays.dtypes import all_element_types
 
 __all__ = [
     "ALL", "PRED", "SIGNED", "UNSIGNED", "INTS", "FLOATS", "COMPLEX", "NUMBERS", "INEXACT",

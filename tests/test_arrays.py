@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import hlodsl as hd
-from hlodsl import dtypes
+from hlodsl.arrays import dtypes
 
 pytestmark = pytest.mark.compat  # jax/jaxlib-release sensitive paths (.ci/compat)
 

@@ -5,9 +5,9 @@ other test_autodiff_*.py files; this test keeps a new op from arriving
 without one (its author gets the list of ops that lack a rule).
 """
 
-from hlodsl.rules import has_derivative
+from hlodsl.ir.rules import has_derivative
 from hlodsl.ops._catalog import library_ops
-from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
+from hlodsl.ir.structural import Constant, GetTupleElement, Parameter, Tuple
 
 #: Ops never called on arrays by users (staging creates them), so never observed.
 STRUCTURAL = {Parameter, Constant, Tuple, GetTupleElement}
@@ -21,7 +21,7 @@ def test_every_library_op_has_a_derivative_rule_or_is_declared_nondifferentiable
 
 def test_every_rule_has_a_name_of_its_own():
     """Rules show up in tracebacks and plum's ambiguity errors: no function called ``_``."""
-    from hlodsl.rules import batch_rule, jvp_rule, vjp_rule
+    from hlodsl.ir.rules import batch_rule, jvp_rule, vjp_rule
 
     unnamed = sorted(f"{generic.__name__} for {m.signature.types[0].__name__}"
                      for generic in (vjp_rule, jvp_rule, batch_rule) for m in generic.methods

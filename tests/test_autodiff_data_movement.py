@@ -29,7 +29,7 @@ from jax import lax
 import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl import ops
-from hlodsl.types import ArrayType
+from hlodsl.arrays.types import ArrayType
 
 SETTINGS = settings(max_examples=4, deadline=None)
 FLOATS = [np.float32, np.float64]

@@ -27,7 +27,7 @@ from jax import lax
 
 import hlodsl as hd
 from hlodsl import ops
-from hlodsl.op import Composite, frozen
+from hlodsl.ir.op import Composite, frozen
 from test_autodiff_data_movement import FLOATS, check, shapes
 
 import ad_harness  # noqa: E402

@@ -81,7 +81,7 @@ def test_from_dlpack_of_big_endian_data_says_what_to_do_instead():
 
 
 def test_a_big_endian_constant_is_its_values_and_equals_the_native_one():
-    from hlodsl.structural import Constant
+    from hlodsl.ir.structural import Constant
 
     be, le = np.array([1.5, -2.0], ">f4"), np.array([1.5, -2.0], "<f4")
     assert Constant(be) == Constant(le) and hash(Constant(be)) == hash(Constant(le))

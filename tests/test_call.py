@@ -9,7 +9,8 @@ import pytest
 
 import hlodsl as hd
 from benchmarks.foundation import dense, dict_params  # the benchmark's own workloads
-from hlodsl import cache, runtime, staging
+from hlodsl import cache, runtime
+from hlodsl.ir import staging
 
 pytestmark = pytest.mark.compat  # execute and result handlers: jaxlib-release sensitive
 
@@ -64,7 +65,7 @@ def test_a_warm_call_runs_only_in_the_call_module_and_the_runtime(workloads, cas
     f, args, want = workloads[case]
     out = []
     seen = _modules_run_by(lambda: out.append(f(*args)))
-    assert seen <= {"hlodsl.call", "hlodsl.runtime"}, seen
+    assert seen <= {"hlodsl.compilation.call", "hlodsl.runtime"}, seen
     np.testing.assert_allclose(np.asarray(out[0]), want, rtol=1e-5, atol=1e-5)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
-from hlodsl import checkpoint
+from hlodsl.interchange import checkpoint
 
 
 @attrs.frozen

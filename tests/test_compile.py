@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 import attrs
 import hlodsl as hd
-from hlodsl import ops, runtime, staging
+from hlodsl import ops, runtime
+from hlodsl.ir import staging
 from hlodsl.stdlib import exp, sum
 
 pytestmark = pytest.mark.compat  # jax/jaxlib-release sensitive paths (.ci/compat)
@@ -198,7 +199,7 @@ def test_compile_as_decorator_and_kwargs():
 
 
 def test_eager_calls_with_fresh_lambdas_do_not_grow_the_caches_without_bound(monkeypatch):
-    from hlodsl import op as op_module, staging as staging_module
+    from hlodsl.ir import op as op_module, staging as staging_module
 
     monkeypatch.setattr(hd.config, "eager_cache_size", 3)
     monkeypatch.setattr(hd.config, "subcomputation_cache_size", 3)

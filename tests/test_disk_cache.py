@@ -14,13 +14,15 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
-from hlodsl import disk_cache, runtime
+from hlodsl import runtime
+from hlodsl.runtime import disk_cache
 
 pytestmark = pytest.mark.compat  # jax/jaxlib-release sensitive paths (.ci/compat)
 
 PROGRAM = r"""
 import json, sys, time, numpy as np, hlodsl as hd
-from hlodsl import runtime, disk_cache
+from hlodsl import runtime
+from hlodsl.runtime import disk_cache
 f = hd.compile(lambda a, b: hd.stdlib.tanh(a @ b).sum(axis=0))
 a = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
 out = np.asarray(f(a, a.T))

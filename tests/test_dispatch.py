@@ -8,8 +8,8 @@ import pytest
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
-from hlodsl.dispatcher import methods as dispatch_methods
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.dispatcher import methods as dispatch_methods
+from hlodsl.ir.op import HloOp, frozen
 from hlodsl.errors import require
 
 

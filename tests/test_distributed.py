@@ -71,7 +71,7 @@ def test_initialize_needs_its_three_values(monkeypatch):
         hd.distributed.initialize("localhost", 2, 0)
 
 
-# -- joining from a scheduler's environment (hlodsl.clusters) -----------------------------
+# -- joining from a scheduler's environment (hlodsl.parallel.clusters) -----------------------------
 # Each test starts the processes itself with the variables srun, mpirun or a second
 # host's launcher would set, all on this machine (loopback), 2 CPU devices each.
 
@@ -122,7 +122,7 @@ def _check(outs: list[str], n: int) -> None:
 
 @pytest.mark.compat
 def test_initialize_reads_slurm_environment():
-    from hlodsl.clusters import port_for_job
+    from hlodsl.parallel.clusters import port_for_job
 
     port = _free_port_in(port_for_job(0), port_for_job(0) + 4096)
     job = port - port_for_job(0) + 4096 * 7  # srun's job id: any whose port is free
@@ -132,7 +132,7 @@ def test_initialize_reads_slurm_environment():
 
 
 def test_initialize_reads_open_mpi_environment():
-    from hlodsl.clusters import port_for_job
+    from hlodsl.parallel.clusters import port_for_job
 
     port = _free_port_in(port_for_job(0), port_for_job(0) + 4096)
     job = (port - port_for_job(0)) * 4096  # mpirun's job ids are multiples of 2^12
@@ -183,13 +183,13 @@ def test_an_incomplete_scheduler_environment_is_a_clear_error(monkeypatch, env, 
     ("rack[2-3]n[1-4],x[5]", "rack2n1"), ("login1,node[3-4]", "login1"), ("n[8,2]", "n8"),
 ])
 def test_the_first_host_of_a_slurm_host_list(nodelist, host):
-    from hlodsl.clusters import first_host
+    from hlodsl.parallel.clusters import first_host
 
     assert first_host(nodelist) == host
 
 
 def test_explicit_values_win_over_the_environment():
-    from hlodsl.clusters import detect
+    from hlodsl.parallel.clusters import detect
 
     env = {"HLODSL_PROCESS_ID": "1", "SLURM_JOB_ID": "5", "SLURM_PROCID": "0",
            "SLURM_NTASKS": "4", "SLURM_STEP_NODELIST": "h[1-4]"}

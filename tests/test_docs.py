@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from hlodsl import op as op_module
-from hlodsl.dispatcher import dispatch as DISPATCHER
+from hlodsl.ir import op as op_module
+from hlodsl.ir.dispatcher import dispatch as DISPATCHER
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
-from hlodsl import dtypes, ops
-from hlodsl.literals import literal_text
+from hlodsl import ops
+from hlodsl.arrays import dtypes
+from hlodsl.ir.literals import literal_text
 
 F4 = hd.float4_e2m1fn
 F6 = (hd.float6_e2m3fn, hd.float6_e3m2fn)

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
-from hlodsl import dtypes, ops
+from hlodsl import ops
+from hlodsl.arrays import dtypes
 
 # float4_e2m1fn and the float6 types have their own tests: tests/test_dtypes_f4_f6.py.
 NARROW = tuple(t for t in dtypes.narrow_element_types()

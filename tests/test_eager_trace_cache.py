@@ -26,7 +26,7 @@ def _loop(body, n=3, init=x0):
 
 def _stagings(monkeypatch):
     """Counts stagings of eager control flow (the work the cache skips)."""
-    import hlodsl.staging as staging
+    import hlodsl.ir.staging as staging
 
     count = [0]
     original = staging.stage_types

@@ -5,7 +5,7 @@ import pytest
 
 import hlodsl as hd
 from hlodsl import ops
-from hlodsl.op import HloOp, frozen
+from hlodsl.ir.op import HloOp, frozen
 
 THIS_FILE = __file__
 

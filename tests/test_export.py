@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
-from hlodsl import exported as ex
+from hlodsl.interchange import exported as ex
 
 F32 = hd.float32
 MASK = np.linspace(0.5, 1.5, 16, dtype=np.float32)  # a captured constant (XLA elides > 10)

@@ -20,7 +20,7 @@ import pytest
 from jax import lax
 
 import hlodsl as hd
-from hlodsl.hlo_text import opcode_counts, parse_module
+from hlodsl.introspect.hlo_text import opcode_counts, parse_module
 
 RTOL = 2e-5
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 import hlodsl as hd
 from hlodsl import ops
-from hlodsl.hlo_text import parse_attributes, parse_module
-from hlodsl.op import Composite, registry
+from hlodsl.introspect.hlo_text import parse_attributes, parse_module
+from hlodsl.ir.op import Composite, registry
 from hlodsl.transforms.hlo_readers import NOT_IMPORTABLE, importable_opcodes
-from hlodsl.types import ArrayType
+from hlodsl.arrays.types import ArrayType
 
 FEW = settings(max_examples=4, deadline=None)
 

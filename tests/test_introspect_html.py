@@ -16,8 +16,8 @@ import pytest
 from hlodsl.stdlib import nn
 
 import hlodsl as hd
-from hlodsl import hlo_graph
-from hlodsl.hlo_text import flops, line_costs, opcode_counts, parse_module
+from hlodsl.introspect import hlo_graph
+from hlodsl.introspect.hlo_text import flops, line_costs, opcode_counts, parse_module
 
 HERE = "test_introspect_html.py"
 

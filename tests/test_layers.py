@@ -209,7 +209,7 @@ def test_the_cycle_finder_finds_cycles():
 def test_the_core_imports_jax_in_the_runtime_and_its_compat_module_only():
     users = sorted({m for m in MODULES if layer(m) != "application"
                     for target in _external_imports(m) if target.split(".")[0] in ("jax", "jaxlib")})
-    assert users == ["hlodsl.jaxlib_compat", "hlodsl.runtime"], users
+    assert users == ["hlodsl.runtime.jaxlib_compat", "hlodsl.runtime"], users
 
 
 # A private jax/jaxlib name: a dotted path from jax, jaxlib or a module alias of them
@@ -222,11 +222,11 @@ _PRIVATE = re.compile(r"\b(?:jax|jaxlib|xc|xla_client|lapack|xla_bridge)(?:\.\w+
 @pytest.mark.compat
 def test_private_jax_names_are_reached_only_through_jaxlib_compat():
     """A private jax/jaxlib name can move in any release: each is listed, with its
-    fallback, in hlodsl.jaxlib_compat.PRIVATE_NAMES and looked up there only."""
-    from hlodsl import jaxlib_compat
+    fallback, in hlodsl.runtime.jaxlib_compat.PRIVATE_NAMES and looked up there only."""
+    from hlodsl.runtime import jaxlib_compat
 
     outside = {m: sorted(set(_PRIVATE.findall(_code(m)))) for m in MODULES
-               if m != "hlodsl.jaxlib_compat"}
+               if m != "hlodsl.runtime.jaxlib_compat"}
     outside = {m: names for m, names in outside.items() if names}
     assert not outside, f"private jax/jaxlib names outside hlodsl.jaxlib_compat: {outside}"
     looked_up = set(re.findall(r"""private\(['"]([^'"]+)['"]\)""", "".join(_code(m) for m in MODULES)))
@@ -234,7 +234,7 @@ def test_private_jax_names_are_reached_only_through_jaxlib_compat():
         == set(jaxlib_compat.PRIVATE_NAMES)
     # The compat module's own code names no private attribute except through private(),
     # and the one keyword argument it probes.
-    direct = set(_PRIVATE.findall(_code("hlodsl.jaxlib_compat", strings=False))) \
+    direct = set(_PRIVATE.findall(_code("hlodsl.runtime.jaxlib_compat", strings=False))) \
         - {"_skip_checks"}
     assert not direct, direct
 
@@ -243,7 +243,7 @@ def test_private_jax_names_are_reached_only_through_jaxlib_compat():
 def test_every_private_jax_name_exists_in_the_installed_release():
     """Run on each stack of .ci/run's compatibility job: a release that dropped one of
     them shows here (the fallback keeps hlodsl working; the list must be updated)."""
-    from hlodsl import jaxlib_compat
+    from hlodsl.runtime import jaxlib_compat
 
     missing = [n for n, ok in jaxlib_compat.available().items() if not ok and "(" not in n]
     assert not missing, missing

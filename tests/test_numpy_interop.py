@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
-from hlodsl.dtypes import all_element_types
+from hlodsl.arrays.dtypes import all_element_types
 from hlodsl.errors import StagingError
 
 RNG = np.random.default_rng(17)

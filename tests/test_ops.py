@@ -45,7 +45,7 @@ import hlodsl.stdlib as xp
 from hlodsl import ops
 from hlodsl.ops import registry
 from hlodsl.ops._catalog import library_ops
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from strategies import (
     ALL, ANY, COMPLEX, FLOATS, INEXACT, INTS, NUMBERS, PRED, SIGNED, Domain, arrays, shapes,

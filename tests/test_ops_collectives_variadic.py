@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import hlodsl as hd
 from hlodsl import ops, runtime
 from hlodsl.ops import collectives
-from hlodsl.printer import module_text
-from hlodsl.staging import stage
+from hlodsl.ir.printer import module_text
+from hlodsl.ir.staging import stage
 from hlodsl.stdlib import add, maximum
 
 pytestmark = pytest.mark.skipif(runtime.device_count() < 8,

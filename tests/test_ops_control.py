@@ -29,7 +29,7 @@ from jax import lax
 import hlodsl as hd
 from hlodsl import ops
 from hlodsl.runtime import compile_hlo
-from hlodsl.types import ArrayType, TokenType, TupleType
+from hlodsl.arrays.types import ArrayType, TokenType, TupleType
 
 COVERED_OPCODES = {"conditional", "while", "call", "custom-call", "opt-barrier", "after-all"}
 

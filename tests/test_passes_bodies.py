@@ -17,7 +17,7 @@ import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl.transforms.passes import PassContext, Split
 from hlodsl.transforms.passes.pipeline import MemoryReport
-from hlodsl.staging import stage
+from hlodsl.ir.staging import stage
 
 SPLIT = [Split()]
 FEW = settings(max_examples=3, deadline=None)

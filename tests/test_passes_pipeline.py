@@ -124,7 +124,7 @@ def test_the_limit_pipeline_frees_the_heap_after_each_compile_and_drops_rejected
         monkeypatch):
     import weakref
 
-    from hlodsl.staging import stage
+    from hlodsl.ir.staging import stage
     from hlodsl.transforms.passes import pipeline
 
     staged = stage(exp_log, (X,), {})

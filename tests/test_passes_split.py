@@ -18,7 +18,7 @@ import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl.transforms.passes import PassContext
 from hlodsl.transforms.passes.split import Split
-from hlodsl.staging import stage
+from hlodsl.ir.staging import stage
 
 SPLIT = [Split()]
 FEW = settings(max_examples=6, deadline=None)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import hlodsl as hd
-from hlodsl.hlo_text import parse_module
+from hlodsl.introspect.hlo_text import parse_module
 from hlodsl.stdlib import models, nn
 
 # XLA's profiler events differ between jaxlib releases: the tests that read them run on

@@ -12,7 +12,7 @@ optax = pytest.importorskip("optax", reason="optax is the oracle of the optimise
                             "(the 'test' extra installs it; .ci/compat installs test-core)")
 
 import hlodsl as hd
-from hlodsl.bindings import Binding, bindings, moved
+from hlodsl.compilation.bindings import Binding, bindings, moved
 from hlodsl.stdlib import nn
 
 OPT = nn.adam(lr=1e-3)

@@ -136,7 +136,7 @@ def test_static_keys_tell_types_apart():
 
 
 def test_ops_with_signed_zero_fields_are_not_shared():
-    from hlodsl.op import HloOp, frozen
+    from hlodsl.ir.op import HloOp, frozen
     from hlodsl import ops
 
     @frozen
@@ -147,7 +147,7 @@ def test_ops_with_signed_zero_fields_are_not_shared():
             return x
 
     assert Scaled(0.0) != Scaled(-0.0) and hash(Scaled(1.0)) == hash(Scaled(1.0))
-    from hlodsl.op import _REGISTRY
+    from hlodsl.ir.op import _REGISTRY
     del _REGISTRY["scaled-safety-test"]
     assert ops.Transpose((1, 0)) == ops.Transpose((1, 0))
 
@@ -190,7 +190,7 @@ def test_a_dropped_compiled_function_frees_its_executables():
 
 
 def test_eager_caches_are_bounded(monkeypatch):
-    from hlodsl import op as op_module
+    from hlodsl.ir import op as op_module
 
     monkeypatch.setattr(hd.config, "eager_cache_size", 5)
     x = hd.array(np.float32([1, 2]))

@@ -21,7 +21,7 @@ import pytest
 import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl import ops
-from hlodsl.types import ArrayType
+from hlodsl.arrays.types import ArrayType
 
 # -- max and min of an empty axis (numpy: ValueError) ------------------------------------
 

@@ -1,7 +1,7 @@
 """``hd.vmap``: every op batched by its rule, against a Python loop and against ``jax.vmap``.
 
 1. Every registered op has a batching rule (its own or its base's) or says why it
-   has none (``hlodsl.rules.not_batchable``).
+   has none (``hlodsl.ir.rules.not_batchable``).
 2. The op cases of ``tests/test_ops.py`` and a table of the other ops, each run
    on a batch of three examples (the example's arrays, permuted: every value stays
    in the op's domain) with several ``in_axes`` (batched first, batched last, one
@@ -28,7 +28,7 @@ import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl import ops, runtime
 from hlodsl.ops import registry
-from hlodsl.rules import NotBatchableError, batchable, not_batchable_reason
+from hlodsl.ir.rules import NotBatchableError, batchable, not_batchable_reason
 
 import test_ops as T
 

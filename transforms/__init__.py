@@ -5,11 +5,11 @@ derivatives (``grad``, ``vjp``, ``jvp`` and friends, with the rules each op
 declares in ``hlodsl.rules``), control flow (``cond``, ``while_loop``,
 ``fori_loop``, ``scan``) and the conversion of Python ``if``/``while``/``for``
 into it, and batching (``vmap``). The core below knows none of this: it is
-handed what it needs (``hlodsl.rules.transformations``, the conversion step of
+handed what it needs (``hlodsl.ir.rules.transformations``, the conversion step of
 ``hlodsl.compile``) when this package is imported.
 """
 
-from hlodsl import compiler as _compiler
+from hlodsl.compilation import compiler as _compiler
 
 from .autodiff import grad, hessian, hvp, jvp, value_and_grad, vjp
 from .batching import vmap

@@ -38,12 +38,12 @@ from typing import Callable
 
 import numpy as np
 
-from hlodsl.array import Array, Token
-from hlodsl.dtypes import Floating
-from hlodsl.op import HloOp
+from hlodsl.arrays.array import Array, Token
+from hlodsl.arrays.dtypes import Floating
+from hlodsl.ir.op import HloOp
 from hlodsl.ops._ad import zeros_like_array
-from hlodsl.rules import jvp_rule, transformations, vjp_rule
-from hlodsl.tree import _Static, flatten, unflatten
+from hlodsl.ir.rules import jvp_rule, transformations, vjp_rule
+from hlodsl.arrays.tree import _Static, flatten, unflatten
 
 from .flow import convert
 from .structures import error, name_of, show
@@ -95,7 +95,7 @@ def jvp_by_transposing_vjp(op: HloOp, tangents: tuple, out, *args):
 
 def _ones_like(x: Array) -> Array:
     from hlodsl import ops
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     one = array(np.ones((), x.dtype.np_dtype))
     return ops.Broadcast(x.shape)(one) if x.shape else one
@@ -378,7 +378,7 @@ def hessian(f: Callable):
     @functools.wraps(f)
     def hessian_f(*args):
         from hlodsl import ops
-        from hlodsl.array import array
+        from hlodsl.arrays.array import array
 
         if len(args) != 1:
             raise error(TypeError, f"{label}: takes one argument x (the Hessian is taken with "
@@ -411,6 +411,6 @@ def hessian(f: Callable):
 
 
 # The rules of ops that hold functions (While, Conditional, Call, Map) differentiate
-# those functions: the ops layer reaches these through hlodsl.rules.
+# those functions: the ops layer reaches these through hlodsl.ir.rules.
 transformations.vjp = vjp
 transformations.jvp = jvp

@@ -37,14 +37,14 @@ from typing import Any, Callable
 
 import attrs
 
-from hlodsl.array import Array
-from hlodsl.graph import Computation
-from hlodsl.interpret import evaluate
+from hlodsl.arrays.array import Array
+from hlodsl.ir.graph import Computation
+from hlodsl.ir.interpret import evaluate
 from hlodsl.ops import Broadcast, Transpose
-from hlodsl.rules import batch_rule, transformations
-from hlodsl.structural import GetTupleElement, Tuple
-from hlodsl.tree import LEAF, _Static, flatten, unflatten
-from hlodsl.types import ArrayType
+from hlodsl.ir.rules import batch_rule, transformations
+from hlodsl.ir.structural import GetTupleElement, Tuple
+from hlodsl.arrays.tree import LEAF, _Static, flatten, unflatten
+from hlodsl.arrays.types import ArrayType
 
 from .body import Body
 from .eager import eager, run_eagerly

@@ -19,8 +19,8 @@ loop in a loop stages the innermost body once, not 2**depth times.
 
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl import ops
->>> from hlodsl.graph import Builder
->>> from hlodsl.types import ArrayType
+>>> from hlodsl.ir.graph import Builder
+>>> from hlodsl.arrays.types import ArrayType
 >>> with Builder("outer") as b:
 ...     y = hd.Array._from_node(b.parameter(ArrayType(hd.float32, (2,))))
 ...     body = Body("scale", (ArrayType(hd.float32, (2,)),), tupled=True)
@@ -34,11 +34,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hlodsl.array import Array, Token
+from hlodsl.arrays.array import Array, Token
 from hlodsl.context import STATE
-from hlodsl.graph import Builder, Computation, Node
-from hlodsl.structural import GetTupleElement, Parameter, Tuple
-from hlodsl.types import TupleType
+from hlodsl.ir.graph import Builder, Computation, Node
+from hlodsl.ir.structural import GetTupleElement, Parameter, Tuple
+from hlodsl.arrays.types import TupleType
 
 __all__ = ["Body", "capture_key", "watched"]
 
@@ -112,7 +112,7 @@ class Body:
 
     def arrays(self, nodes) -> list:
         """Array (or token) values of ``nodes`` for the function to use."""
-        from hlodsl.op import wrap_node
+        from hlodsl.ir.op import wrap_node
 
         return [wrap_node(self.builder, n) for n in nodes]
 

@@ -34,19 +34,19 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from .body import Body
 from .eager import eager, run_eagerly
 from .flow.conversion import convert
 from .structures import (
     check_carry, error, flatten_lifting, leaf_paths, name_of, rename, show, types_of,
 )
-from hlodsl.dtypes import Integer, int32
-from hlodsl.dtypes import pred as pred_dtype
+from hlodsl.arrays.dtypes import Integer, int32
+from hlodsl.arrays.dtypes import pred as pred_dtype
 from hlodsl.errors import ShapeError
-from hlodsl.structural import Constant
-from hlodsl.tree import LEAF, _Static, unflatten
-from hlodsl.types import ArrayType
+from hlodsl.ir.structural import Constant
+from hlodsl.arrays.tree import LEAF, _Static, unflatten
+from hlodsl.arrays.types import ArrayType
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan"]
 
@@ -261,7 +261,7 @@ def _scan_impl(f: Callable, init, xs, length: int | None, reverse: bool):
     """
     from hlodsl.context import STATE
 
-    if STATE.traces:  # reverse mode: record the scan with its pullback (hlodsl/scan_ad.py)
+    if STATE.traces:  # reverse mode: record the scan with its pullback (transforms/scan_ad.py)
         from .scan_ad import scan_with_pullback
 
         out = scan_with_pullback(_scan_forward, _scan_capturing, f, init, xs, length, reverse)
@@ -548,7 +548,7 @@ def _dynamic_bounds(lower, upper) -> tuple[Array, Array]:
 @functools.lru_cache(maxsize=256)
 def _counter_start(value: int, dtype) -> Array:
     """The loop counter's first value as an array, made once (not a transfer per call)."""
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     return array(np.asarray(value, dtype))
 

@@ -10,9 +10,9 @@ import functools
 from typing import Callable
 
 from hlodsl.context import STATE
-from hlodsl.graph import current_builder
+from hlodsl.ir.graph import current_builder
 from hlodsl.ops._ad import zeros_like_array
-from hlodsl.tree import flatten, unflatten
+from hlodsl.arrays.tree import flatten, unflatten
 
 from .flow.conversion import convert
 from .traces import JvpTrace, Paused, Tape, differentiable

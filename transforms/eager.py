@@ -12,12 +12,12 @@ from typing import Callable
 
 from hlodsl.cache import BoundedCache
 from hlodsl.context import STATE
-from hlodsl.dispatcher import cached_method
+from hlodsl.ir.dispatcher import cached_method
 from hlodsl.errors import staging_error
-from hlodsl.graph import current_builder
-from hlodsl.scalars import traced_scalar
+from hlodsl.ir.graph import current_builder
+from hlodsl.arrays.scalars import traced_scalar
 from hlodsl.settings import config
-from hlodsl.tree import flatten, has_identity_static, unflatten
+from hlodsl.arrays.tree import flatten, has_identity_static, unflatten
 
 from .structures import types_of
 
@@ -47,8 +47,8 @@ def run_eagerly(impl: Callable, name: str, *args):
     array types), so a warm call skips staging; a function without a
     fingerprint (it reads a list, a dict, an object) is staged at every call.
     """
-    from hlodsl.compiler import Entry, run_entry
-    from hlodsl.staging import stage_types
+    from hlodsl.compilation.compiler import Entry, run_entry
+    from hlodsl.ir.staging import stage_types
 
     leaves, treedef = flatten((args, {}))
     for a in leaves:
@@ -103,7 +103,7 @@ def _function_like(a) -> bool:
 
 
 def _executable(staged, name: str):
-    from hlodsl.printer import module_text
+    from hlodsl.ir.printer import module_text
     from hlodsl.runtime import compile_hlo
 
     # Keyed without source metadata, so one function called from several lines
@@ -135,7 +135,7 @@ def _with_arrays(impl: Callable) -> Callable:
 # -- stdlib functions called eagerly: one cached module per signature -----------------------
 # An elementwise function made of several ops (floor_divide: 8) ran op by op eagerly,
 # a one-op module each: 550 us against jax's 7. Staged as one compiled module per
-# signature it is one call. Python floats are traced (hlodsl.scalars), and so are
+# signature it is one call. Python floats are traced (hlodsl.arrays.scalars), and so are
 # Python ints that fit every integer operand: a loop of x * 0.99 or x + i compiles once.
 
 def eager_module(impl: Callable, name: str) -> Callable:
@@ -144,8 +144,8 @@ def eager_module(impl: Callable, name: str) -> Callable:
     derivative, ``impl`` itself (its ops are staged or observed one by one)."""
     import functools
 
-    from hlodsl.array import _TYPES as array_classes
-    from hlodsl.compiler import Compiled
+    from hlodsl.arrays.array import _TYPES as array_classes
+    from hlodsl.compilation.compiler import Compiled
 
     compiled: list = []
 
@@ -207,7 +207,7 @@ class FastPath:
         self.generic = generic
         #: argument types -> (plum's decision, the Compiled, how each argument is
         #: passed (None: all arrays), the range an int argument must fall in, the
-        #: Compiled's plans by argument classes (hlodsl.call), and the key there of an
+        #: Compiled's plans by argument classes (hlodsl.compilation.call), and the key there of an
         #: all-array signature)
         self.table: dict[tuple, tuple] = {}
 
@@ -255,7 +255,7 @@ class FastPath:
 
     def learn(self, args: tuple) -> bool:
         """Remember how a call on ``args`` (just made the long way) runs; whether it can."""
-        from hlodsl.array import _TYPES as array_classes
+        from hlodsl.arrays.array import _TYPES as array_classes
 
         if STATE.builders or STATE.traces:
             return False
@@ -307,7 +307,7 @@ def _lift_ints(args):
 def _integer_ranges(args) -> list[tuple[int, int]]:
     import numpy as np
 
-    from hlodsl.dtypes import Integer
+    from hlodsl.arrays.dtypes import Integer
 
     return [(int(np.iinfo(a.dtype.np_dtype).min), int(np.iinfo(a.dtype.np_dtype).max))
             for a in args if hasattr(a, "dtype") and isinstance(a.dtype, type)

@@ -114,8 +114,8 @@ def fingerprint(fns: tuple, held: list | None = None) -> tuple | None:
 
 
 def _value(v: Any, depth: int, held: list, seen: set) -> Any:
-    from hlodsl.array import _TYPES as array_classes
-    from hlodsl.tree import static_key
+    from hlodsl.arrays.array import _TYPES as array_classes
+    from hlodsl.arrays.tree import static_key
 
     t = type(v)
     if isinstance(v, _SIMPLE):
@@ -153,11 +153,11 @@ def _value(v: Any, depth: int, held: list, seen: set) -> Any:
     plum = _plum_function()
     if isinstance(v, plum):
         return ("plum", _identity(v, held), len(v._pending), len(v._resolved))
-    from hlodsl.compiler import Compiled
+    from hlodsl.compilation.compiler import Compiled
 
     if isinstance(v, Compiled):  # inlined when staged: what it stages is its function's
         return ("compiled", _value(v.fn, depth, held, seen))
-    from hlodsl.op import HloOp
+    from hlodsl.ir.op import HloOp
 
     if isinstance(v, HloOp):  # frozen, hashed and compared by its static operands' keys
         return ("op", v)
@@ -349,7 +349,7 @@ def _module_attributes(mod: types.ModuleType, names: tuple, depth: int, held: li
     submodule's the same way, and an impure one (``np.random``) leaves the
     function unkeyed.
     """
-    from hlodsl.tree import static_key
+    from hlodsl.arrays.tree import static_key
 
     modules.add(id(mod))
     library = _library_module(mod)

@@ -38,14 +38,14 @@ import re
 from typing import Any
 
 from hlodsl import runtime
-from hlodsl.compiler import compile as _compile
+from hlodsl.compilation.compiler import compile as _compile
 from hlodsl.context import STATE
 from hlodsl.errors import HloDslError, SourceLocation
-from hlodsl.exported import MAGIC, Exported, deserialize
-from hlodsl.hlo_text import HloComputation, HloModule, Instruction, parse_module, read_type
-from hlodsl.staging import stage_types
-from hlodsl.tree import flat_treedef
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.interchange.exported import MAGIC, Exported, deserialize
+from hlodsl.introspect.hlo_text import HloComputation, HloModule, Instruction, parse_module, read_type
+from hlodsl.ir.staging import stage_types
+from hlodsl.arrays.tree import flat_treedef
+from hlodsl.arrays.types import ArrayType, TupleType
 
 from .hlo_readers import Reading, UnsupportedInstruction, read_op
 

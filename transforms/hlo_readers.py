@@ -1,7 +1,7 @@
 """HLO instructions read back into hlodsl ops: each opcode's attributes -> the op's fields.
 
 The inverse of each op's ``attributes`` (``ops/*.py``): ``read_op`` takes one
-instruction of HLO text (``hlodsl.hlo_text.Instruction``) with its operand and
+instruction of HLO text (``hlodsl.introspect.hlo_text.Instruction``) with its operand and
 result types and returns ``apply(values)``, which calls the op on the values of
 its operands. Ops without static operands (``add``, ``tanh``, ``clamp``, ...)
 need no reader: the registry's class is called as is. Which opcodes can be
@@ -20,11 +20,11 @@ from typing import Any, Callable, NamedTuple
 import attrs
 
 from hlodsl import ops
-from hlodsl.hlo_text import HloComputation, Instruction, parse_attributes, read_literal, split_top
-from hlodsl.op import Composite, registry
-from hlodsl.structural import Constant
+from hlodsl.introspect.hlo_text import HloComputation, Instruction, parse_attributes, read_literal, split_top
+from hlodsl.ir.op import Composite, registry
+from hlodsl.ir.structural import Constant
 from hlodsl.ops.custom_call import is_known_target
-from hlodsl.types import TupleType
+from hlodsl.arrays.types import TupleType
 
 __all__ = ["NOT_IMPORTABLE", "Reading", "UnsupportedInstruction", "importable_opcodes",
            "read_op", "trip_count"]

@@ -25,9 +25,9 @@ from hlodsl.ops._ad import zeros_like_array
 
 from .traces import Paused, Tape, differentiable, fresh
 from .structures import flatten_lifting, name_of
-from hlodsl.graph import current_builder
+from hlodsl.ir.graph import current_builder
 from hlodsl.context import STATE
-from hlodsl.tree import flatten, unflatten
+from hlodsl.arrays.tree import flatten, unflatten
 
 __all__ = ["scan_with_pullback"]
 

@@ -19,9 +19,9 @@ hlodsl.Array[float32, (1,)]([6.])
 from __future__ import annotations
 
 from hlodsl.context import STATE
-from hlodsl.graph import current_builder
-from hlodsl.sharding import Mesh, NamedSharding, PartitionSpec, manual_mesh
-from hlodsl.tree import flatten, unflatten
+from hlodsl.ir.graph import current_builder
+from hlodsl.arrays.sharding import Mesh, NamedSharding, PartitionSpec, manual_mesh
+from hlodsl.arrays.tree import flatten, unflatten
 
 __all__ = ["shard_map", "ShardMap"]
 
@@ -109,7 +109,7 @@ class ShardMap:
     def _eager(self, *args):
         """Called on concrete arrays: compiled once per signature, arguments laid out
         as ``in_specs`` say (no gather-then-slice)."""
-        from hlodsl.compiler import compile
+        from hlodsl.compilation.compiler import compile
 
         if self._compiled is None:
             specs = self._arg_specs(len(args))

@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import threading
 
-from hlodsl import compiler as _compiler
+from hlodsl.compilation import compiler as _compiler
 from hlodsl import runtime
-from hlodsl.array import Array, array_class, sharded_class
-from hlodsl.compiler import Entry
-from hlodsl.graph import Builder
-from hlodsl.interpret import replay
-from hlodsl.printer import PrintContext
-from hlodsl.sharding import Mesh, NamedSharding, PartitionSpec, match_blocks, sharding_of
-from hlodsl.staging import Staged
-from hlodsl.types import TupleType
+from hlodsl.arrays.array import Array, array_class, sharded_class
+from hlodsl.compilation.compiler import Entry
+from hlodsl.ir.graph import Builder
+from hlodsl.ir.interpret import replay
+from hlodsl.ir.printer import PrintContext
+from hlodsl.arrays.sharding import Mesh, NamedSharding, PartitionSpec, match_blocks, sharding_of
+from hlodsl.ir.staging import Staged
+from hlodsl.arrays.types import TupleType
 
 from .passes.rewrite import parameters_like, root_of
 
@@ -64,7 +64,7 @@ class PartitionedEntry(Entry):
         wrapped = [_wrap(c, b) for c, b in zip(self.out_classes, outs)]  # noqa
         if self.single:
             return wrapped[0]
-        from hlodsl.tree import unflatten
+        from hlodsl.arrays.tree import unflatten
 
         return unflatten(self.out_tree, wrapped)
 
@@ -97,7 +97,7 @@ def _check_regions(staged: Staged, name: str) -> None:
     """Manual regions must be whole (GlobalToLocal -> ManualComputation ->
     LocalToGlobal, as hd.shard_map stages them): XLA aborts the process on others."""
     from hlodsl.ops import GlobalToLocal, LocalToGlobal, ManualComputation
-    from hlodsl.structural import GetTupleElement
+    from hlodsl.ir.structural import GetTupleElement
 
     from .passes.rewrite import users
 
@@ -139,11 +139,11 @@ def _without_annotations(staged: Staged, mesh: Mesh) -> Staged:
     """``staged`` for a one-device mesh: layouts dropped, manual regions inlined (XLA
     runs no partitioner for one partition, so its annotations would stay unread;
     jax lowers a one-device shard_map the same way)."""
-    from hlodsl.interpret import replay as replay_
+    from hlodsl.ir.interpret import replay as replay_
     from hlodsl.ops import (GlobalToLocal, LocalToGlobal, ManualComputation, ResultSharding,
                             ShardingConstraint)
-    from hlodsl.sharding import manual_mesh
-    from hlodsl.staging import stage_computation
+    from hlodsl.arrays.sharding import manual_mesh
+    from hlodsl.ir.staging import stage_computation
 
     from .passes.rewrite import rewrite
 
@@ -262,7 +262,7 @@ def device_put(x, sharding: NamedSharding) -> Array:
     >>> y.sharding.spec, [s.data.shape for s in y.addressable_shards]
     (P('x'), [(4,)])
     """
-    from hlodsl.array import array
+    from hlodsl.arrays.array import array
 
     if not isinstance(sharding, NamedSharding):
         raise TypeError(f"device_put: expected a hd.NamedSharding, got {sharding!r}")
@@ -289,7 +289,7 @@ def with_sharding_constraint(x: Array, sharding: NamedSharding) -> Array:
     >>> hd.compile(lambda a: hd.with_sharding_constraint(a + 1, s))(np.float32([1, 2]))
     hlodsl.Array[float32, (2,)]([2., 3.])
     """
-    from hlodsl.graph import current_builder
+    from hlodsl.ir.graph import current_builder
     from hlodsl.ops import ShardingConstraint
 
     if not isinstance(sharding, NamedSharding):

@@ -6,8 +6,8 @@ numbers lifted to constants), name a leaf by its path when a check fails, and
 raise errors that end with the user's source line.
 
 >>> import numpy as np, hlodsl as hd
->>> from hlodsl.graph import Builder
->>> from hlodsl.types import ArrayType
+>>> from hlodsl.ir.graph import Builder
+>>> from hlodsl.arrays.types import ArrayType
 >>> with Builder("outer") as b:
 ...     x = hd.Array._from_node(b.parameter(ArrayType(hd.float32, (2,))))
 ...     leaves, init = flatten_lifting({"x": x, "n": (x, 3)})
@@ -31,8 +31,8 @@ import attrs
 import numpy as np
 
 from hlodsl.errors import ShapeError, user_location
-from hlodsl.structural import Constant
-from hlodsl.tree import LEAF, _Static, flatten, unflatten
+from hlodsl.ir.structural import Constant
+from hlodsl.arrays.tree import LEAF, _Static, flatten, unflatten
 
 __all__ = ["error", "name_of", "rename", "types_of", "flatten_lifting", "leaf_paths", "show",
            "check_carry"]

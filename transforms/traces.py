@@ -1,7 +1,7 @@
 """The transformations' view of a running function: tapes and tangents that follow arrays.
 
 A derivative transformation is an object on the thread's ``STATE.traces``
-(``hlodsl.context``); ``hlodsl.op.observed_call`` shows it every op call it
+(``hlodsl.context``); ``hlodsl.ir.op.observed_call`` shows it every op call it
 ``sees`` (one that involves an array it follows), in its own staging context.
 
 - ``Tape`` (reverse mode) records each such call with its rule; ``backward``
@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from hlodsl.context import STATE
-from hlodsl.dtypes import Inexact
-from hlodsl.graph import current_builder
+from hlodsl.arrays.dtypes import Inexact
+from hlodsl.ir.graph import current_builder
 from hlodsl.ops._ad import zeros_like_array
-from hlodsl.rules import jvp_rule, vjp_rule
+from hlodsl.ir.rules import jvp_rule, vjp_rule
 
 __all__ = ["Tape", "JvpTrace", "Paused", "link", "fresh", "alias", "differentiable",
            "leaves_of", "rebuild"]

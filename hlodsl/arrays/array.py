@@ -31,7 +31,7 @@ from .devices import Device, Shard, default_device
 from .dtypes import (
     ElementType, default_inexact, device_refusal, element_type, native_byte_order,
 )
-from .errors import DonatedArrayError, ShapeError, staging_error
+from hlodsl.errors import DonatedArrayError, ShapeError, staging_error
 from .host_values import HostConversion
 from .placement import DevicePlacement
 from .types import ArrayType
@@ -189,7 +189,7 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
         hlodsl.Array[float64, (2,)]([2., 4.])
         """
         if self._buf is not None:
-            from .runtime import wait
+            from hlodsl.runtime import wait
 
             wait(self._buf)
         return self
@@ -197,8 +197,8 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
     # -- conversion to host --------------------------------------------------
 
     def _require_value(self, what: str, hint: str | None = None):
-        from . import runtime
-        from .runtime import check_process
+        from hlodsl import runtime
+        from hlodsl.runtime import check_process
 
         check_process()  # a forked child cannot read buffers of its parent's XLA
         buf = self._buf
@@ -251,7 +251,7 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
             return f"{type(self)!r}(<symbolic {self._node.name}>)"
         if type(self._buf) is ConsumedBuffer:
             return f"{type(self)!r}(<donated to {self._buf.by}>)"
-        from . import runtime
+        from hlodsl import runtime
 
         if runtime.is_sharded(self._buf):
             s = self.sharding
@@ -369,7 +369,7 @@ def array(x, dtype=None) -> Array:
     >>> hd.array(3, dtype=hd.float32)
     hlodsl.Array[float32, ()](3.)
     """
-    from . import runtime
+    from hlodsl import runtime
 
     if isinstance(x, Array):
         if dtype is None or element_type(dtype) is x.dtype:
@@ -436,7 +436,7 @@ def _short(x) -> str:
 
 
 def _unpickle(host: np.ndarray) -> Array:
-    from . import runtime
+    from hlodsl import runtime
 
     t = ArrayType(element_type(host.dtype), host.shape)
     return Array._from_buffer(runtime.to_device(host, private=True), t)

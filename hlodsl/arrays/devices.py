@@ -42,6 +42,6 @@ class Device:
 
 def default_device() -> Device:
     """The device every compiled program and eager op runs on."""
-    from . import runtime
+    from hlodsl import runtime
 
     return Device(runtime.platform(), runtime.local_device_ids()[0])

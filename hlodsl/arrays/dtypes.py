@@ -22,7 +22,7 @@ from typing import ClassVar
 import ml_dtypes
 import numpy as np
 
-from .settings import config
+from hlodsl.settings import config
 
 __all__ = [
     "Bool",
@@ -375,7 +375,7 @@ def element_type(x, *, caller: str | None = None) -> type[ElementType]:
         raise _unknown(f"{x!r} does not name an XLA element type", caller) from None
     try:
         # Byte order is how numpy stores a value, not which value: '>f4' is float32, as in
-        # numpy's and jax's arithmetic; hlodsl.array swaps the bytes of such data once.
+        # numpy's and jax's arithmetic; hlodsl.arrays.array swaps the bytes of such data once.
         return _BY_NUMPY[dt if dt.isnative else dt.newbyteorder("=")]
     except KeyError:
         if dt.names:

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 from . import dtypes
-from .errors import staging_error
+from hlodsl.errors import staging_error
 
 __all__ = ["HostConversion"]
 
@@ -34,7 +34,7 @@ class HostConversion:
         CPU) and numpy refuses writes to it; ``np.array(x)`` (``copy=True``)
         and a change of dtype give a new, writable array.
         """
-        from . import runtime
+        from hlodsl import runtime
 
         buf = runtime.readable(self._require_value("conversion to numpy"))
         try:

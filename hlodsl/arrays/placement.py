@@ -33,7 +33,7 @@ class DevicePlacement:
         """The device holding this array (symbolic arrays: where the program will run)."""
         if self._buf is None:
             return default_device()
-        from . import runtime
+        from hlodsl import runtime
 
         if runtime.is_sharded(self._buf):
             raise ValueError(f"{self.type} is sharded over several devices "
@@ -60,7 +60,7 @@ class DevicePlacement:
         >>> [s.index for s in hd.array([1.0, 2.0]).addressable_shards]
         [(slice(None, None, None),)]
         """
-        from . import runtime
+        from hlodsl import runtime
 
         buf = self._require_value("addressable_shards")
         return [Shard(Device(runtime.platform(), d), index,
@@ -93,7 +93,7 @@ class DevicePlacement:
         >>> np.from_dlpack(hd.array(np.float32([1, 2])))
         array([1., 2.], dtype=float32)
         """
-        from . import runtime
+        from hlodsl import runtime
 
         buf = self._require_value("__dlpack__")
         return runtime.to_dlpack(buf, stream=stream, max_version=max_version,
@@ -101,6 +101,6 @@ class DevicePlacement:
 
     def __dlpack_device__(self) -> tuple:
         """``(DLDeviceType, device id)`` of this array's buffer."""
-        from . import runtime
+        from hlodsl import runtime
 
         return runtime.dlpack_device(self._require_value("__dlpack_device__"))

@@ -26,7 +26,7 @@ import inspect
 
 import numpy as np
 
-from .cache import BoundedCache
+from hlodsl.cache import BoundedCache
 from .dtypes import default_inexact, element_type
 
 __all__ = ["weak_class", "is_weak", "traced_scalar", "lift_arguments", "static_positions"]

@@ -114,7 +114,7 @@ class Mesh:
     def devices(self) -> np.ndarray:
         """The mesh's ``hd.Device`` objects, in its grid."""
         from .devices import Device
-        from . import runtime
+        from hlodsl import runtime
 
         out = np.empty(self.device_ids.shape, dtype=object)
         for pos, i in np.ndenumerate(self.device_ids):
@@ -181,7 +181,7 @@ def devices() -> list:
     True
     """
     from .devices import Device
-    from . import runtime
+    from hlodsl import runtime
 
     return [Device(runtime.platform(), i) for i in range(runtime.device_count())]
 
@@ -192,7 +192,7 @@ def make_mesh(shape: Sequence[int], axis_names: Sequence[str], devices=None) -> 
     >>> make_mesh((2,), ("x",)).shape
     {'x': 2}
     """
-    from . import runtime
+    from hlodsl import runtime
 
     n = prod(shape)
     if devices is None:
@@ -374,7 +374,7 @@ def sharding_of(buf) -> NamedSharding | None:
     >>> sharding_of(hd.array([1.0])._buf) is None
     True
     """
-    from . import runtime
+    from hlodsl import runtime
 
     layout = runtime.named_layout(buf)
     if layout is None:

@@ -194,7 +194,7 @@ def _is_jax_array(x) -> bool:
     for values that cannot be one."""
     if type(x).__module__.split(".", 1)[0] not in ("jax", "jaxlib"):
         return False
-    from .runtime import is_buffer
+    from hlodsl.runtime import is_buffer
 
     return is_buffer(x)
 

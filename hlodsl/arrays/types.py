@@ -3,7 +3,7 @@
 These are what shape rules take and return (the paper's type lattice): an
 ``ArrayType`` is what staging knows about an array without its data.
 
->>> from hlodsl.dtypes import float32
+>>> from .dtypes import float32
 >>> t = ArrayType(float32, (10, 3))
 >>> str(t), t.rank, t.size
 ('f32[10,3]', 2, 30)
@@ -16,7 +16,7 @@ import math
 import attrs
 
 from .dtypes import ElementType, element_type
-from .errors import ArraySizeError
+from hlodsl.errors import ArraySizeError
 
 __all__ = ["ArrayType", "TupleType", "TokenType", "AbstractType"]
 

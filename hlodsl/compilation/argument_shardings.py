@@ -7,8 +7,8 @@ It sits above ``hlodsl.tree`` (it flattens the arguments) and ``hlodsl.sharding`
 
 from __future__ import annotations
 
-from .sharding import NamedSharding
-from .tree import flatten, unflatten
+from hlodsl.arrays.sharding import NamedSharding
+from hlodsl.arrays.tree import flatten, unflatten
 
 __all__ = ["leaf_shardings"]
 

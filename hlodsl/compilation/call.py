@@ -30,14 +30,14 @@ hlodsl.Array[float32, (2,)]([4., 6.])
 
 from __future__ import annotations
 
-from .array import _TYPES as _ARRAY_CLASSES
-from .array import ConsumedBuffer, array_class
+from hlodsl.arrays.array import _TYPES as _ARRAY_CLASSES
+from hlodsl.arrays.array import ConsumedBuffer, array_class
 from .bindings import moved
-from .context import STATE
-from .errors import DonatedArrayError, staging_error
-from .printer import module_text
-from .runtime import Executable, compile_hlo, is_deleted
-from .tree import LEAF, unflatten
+from hlodsl.context import STATE
+from hlodsl.errors import DonatedArrayError, staging_error
+from hlodsl.ir.printer import module_text
+from hlodsl.runtime import Executable, compile_hlo, is_deleted
+from hlodsl.arrays.tree import LEAF, unflatten
 
 __all__ = ["Entry", "DonatingEntry", "CallTable", "Layout", "run_entry", "any_sharded",
            "use_sharding", "forget"]
@@ -101,7 +101,7 @@ class Entry:
         ``donated`` are leaf indices whose buffers the program may take over: each
         is paired with a result of its element type and shape (``aliases``).
         """
-        from .types import ArrayType
+        from hlodsl.arrays.types import ArrayType
 
         if not all(isinstance(t, ArrayType) for t in staged.out_types):
             raise staging_error(f"{name}: a staged program can only return arrays, not "
@@ -286,7 +286,7 @@ class Layout:
             elif kind is STATIC:
                 parts.append(values[i])
             else:
-                from .scalars import traced_scalar  # a Python number: its shared array
+                from hlodsl.arrays.scalars import traced_scalar  # a Python number: its shared array
 
                 leaves.append(traced_scalar(values[i]))
         return leaves, (*parts, *map(type, leaves))
@@ -313,7 +313,7 @@ def _segments(values: tuple, static: frozenset):
 
 
 class CallTable:
-    """The call side of a compiled function; ``hlodsl.compiler.Compiled`` derives from it.
+    """The call side of a compiled function; ``hlodsl.compilation.compiler.Compiled`` derives from it.
 
     ``_plans`` maps the classes of a call's top-level arguments (and its keyword
     names) to a cell ``[entry, used]`` of the compiled cache (arrays only) or to a
@@ -387,7 +387,7 @@ class CallTable:
             if len(mine) != len(leaves) or not all(a is b for a, b in zip(mine, leaves)) or \
                     not all(type(k) is str for kind, i, _ in plan.segments if kind is DICT
                             for k in values[i]):
-                # Not the arrays hlodsl.tree finds, or dict keys other than strings
+                # Not the arrays hlodsl.arrays.tree finds, or dict keys other than strings
                 # (1 == 1.0 == True as keys): this plan leaves such calls to the general path.
                 plan.segments = None
                 return

@@ -20,15 +20,15 @@ import threading
 import warnings
 
 from .bindings import bindings, moved
-from .cache import BoundedCache
+from hlodsl.cache import BoundedCache
 from .call import CallTable, Entry, any_sharded, forget, run_entry, use_sharding
 from .call import _SHARDED
-from .errors import DonationWarning, RecompileWarning, StaticArgumentWarning
-from .settings import config, memory_size
+from hlodsl.errors import DonationWarning, RecompileWarning, StaticArgumentWarning
+from hlodsl.settings import config, memory_size
 from .signature import describe
-from .scalars import lift_arguments, static_positions
-from .staging import Staged, stage
-from .tree import flatten, flatten_traced
+from hlodsl.arrays.scalars import lift_arguments, static_positions
+from hlodsl.ir.staging import Staged, stage
+from hlodsl.arrays.tree import flatten, flatten_traced
 
 __all__ = ["compile", "Compiled", "use_conversion", "use_pipeline", "use_sharding", "Entry",
            "run_entry", "any_sharded", "build_entry"]
@@ -111,7 +111,7 @@ class Compiled(CallTable):
         self.convert = convert
         self._staged_fn = None
         functools.update_wrapper(self, fn, updated=())
-        # The plans of calls (hlodsl.call): top-level argument classes -> a cell of
+        # The plans of calls (hlodsl.compilation.call): top-level argument classes -> a cell of
         # ``_entries`` or a Layout. An evicted signature leaves them too.
         plans: dict = {}
         self._plans = plans
@@ -123,7 +123,7 @@ class Compiled(CallTable):
         self._warn_at = config.recompile_warning
         self._warned_statics: set[str] = set()  # arguments warned of (StaticArgumentWarning)
         # The global and closure variables through which staging reached a watched value
-        # (an optimiser: hlodsl.bindings); rebinding one drops the signatures staged with
+        # (an optimiser: hlodsl.compilation.bindings); rebinding one drops the signatures staged with
         # the old value. Empty for most functions: the call path reads one attribute.
         self._bindings: tuple = ()
 
@@ -321,7 +321,7 @@ class Compiled(CallTable):
                                        self.out_shardings)
             given = [s is not None for s in ins]
             leaves = flatten((args, kwargs))[0]
-            from .sharding import sharding_of  # arguments without one keep their own layout
+            from hlodsl.arrays.sharding import sharding_of  # arguments without one keep their own layout
 
             ins = [s if s is not None or not a._sharded else sharding_of(a._buf)
                    for s, a in zip(ins, leaves)]

@@ -3,7 +3,7 @@
 ``HloOp.__call__`` (hlodsl.op) runs eagerly when nothing is being staged; it
 caches one compiled entry per (op, operand types). Staging and compiling sit
 on floors above the ops' base class, so this module, above both, hands them
-down (``hlodsl.op.use_eager``) when ``hlodsl`` is imported.
+down (``hlodsl.ir.op.use_eager``) when ``hlodsl`` is imported.
 
 >>> import numpy as np, hlodsl as hd
 >>> hd.ops.Add()(hd.array(np.float32([1, 2])), hd.array(np.float32([3, 4])))
@@ -13,9 +13,9 @@ hlodsl.Array[float32, (2,)]([4., 6.])
 from __future__ import annotations
 
 from .compiler import Entry, run_entry
-from .op import HloOp, use_eager
-from .staging import stage_types
-from .tree import flat_treedef
+from hlodsl.ir.op import HloOp, use_eager
+from hlodsl.ir.staging import stage_types
+from hlodsl.arrays.tree import flat_treedef
 
 __all__ = ["build"]
 

@@ -19,8 +19,8 @@ import inspect
 import attrs
 import numpy as np
 
-from .array import Array, Token
-from .tree import compared_by_identity
+from hlodsl.arrays.array import Array, Token
+from hlodsl.arrays.tree import compared_by_identity
 
 __all__ = ["describe"]
 

@@ -32,11 +32,11 @@ import zipfile
 
 import numpy as np
 
-from . import runtime
-from .array import Array, array_class, sharded_class
-from .dtypes import element_type
-from .tree import flatten, leaf_paths, unflatten
-from .types import ArrayType
+from hlodsl import runtime
+from hlodsl.arrays.array import Array, array_class, sharded_class
+from hlodsl.arrays.dtypes import element_type
+from hlodsl.arrays.tree import flatten, leaf_paths, unflatten
+from hlodsl.arrays.types import ArrayType
 
 __all__ = ["save", "load"]
 

@@ -40,14 +40,14 @@ import threading
 
 import attrs
 
-from .array import Array, array_class
-from .compiler import Compiled, _convert, any_sharded, build_entry
-from .dtypes import element_type
-from .errors import ExportError
-from .printer import module_text
-from .staging import stage
-from .tree import LEAF, _Static, flatten, leaf_paths, unflatten
-from .types import ArrayType
+from hlodsl.arrays.array import Array, array_class
+from hlodsl.compilation.compiler import Compiled, _convert, any_sharded, build_entry
+from hlodsl.arrays.dtypes import element_type
+from hlodsl.errors import ExportError
+from hlodsl.ir.printer import module_text
+from hlodsl.ir.staging import stage
+from hlodsl.arrays.tree import LEAF, _Static, flatten, leaf_paths, unflatten
+from hlodsl.arrays.types import ArrayType
 
 __all__ = ["export", "deserialize", "Exported", "FORMAT", "MAGIC", "TARGET"]
 
@@ -201,7 +201,7 @@ class Exported:
 
     def mlir_text(self) -> str:
         """The program as StableHLO MLIR text (``func.func @main(...)``)."""
-        from .runtime import artifact_mlir_text
+        from hlodsl.runtime import artifact_mlir_text
 
         return artifact_mlir_text(self._artifact)
 
@@ -209,7 +209,7 @@ class Exported:
         """The program as HLO module text, converted from its StableHLO by jaxlib (what
         ``hd.import_hlo`` reads). XLA's printer writes a ``-0.0`` constant as ``-0``, which
         its parser reads as ``0.0``: calls compile the StableHLO itself, not this text."""
-        from .runtime import artifact_module, stablehlo_text
+        from hlodsl.runtime import artifact_module, stablehlo_text
 
         return stablehlo_text(artifact_module(self._artifact))
 
@@ -299,7 +299,7 @@ class Exported:
         return exe
 
     def _compile(self):
-        from .runtime import artifact_module, compile_hlo, platform, stablehlo_text
+        from hlodsl.runtime import artifact_module, compile_hlo, platform, stablehlo_text
 
         module = artifact_module(self._artifact)
         # The text names the program in errors and shows its custom calls; the StableHLO
@@ -343,7 +343,7 @@ def _lift(tree, x, types):
     array, as hd.compile's weak typing). ``types`` iterates the arrays' types in order."""
     import numpy as np
 
-    from .array import array
+    from hlodsl.arrays.array import array
 
     if tree is LEAF:
         t = next(types)
@@ -406,7 +406,7 @@ def export(f, *args, **kwargs) -> Exported:
     >>> e.in_types, e.out_types
     ((ArrayType(float32, (3, 4)), ArrayType(float32, (4,))), (ArrayType(float32, (3,)),))
     """
-    from .runtime import platform, portable_artifact, versions
+    from hlodsl.runtime import platform, portable_artifact, versions
 
     if not callable(f):
         raise TypeError(f"export: f must be a callable (the function to export), got "
@@ -455,7 +455,7 @@ def deserialize(data: bytes) -> Exported:
     Traceback (most recent call last):
     hlodsl.errors.ExportError: deserialize: these bytes are not an exported hlodsl program ...
     """
-    from .runtime import versions
+    from hlodsl.runtime import versions
 
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)

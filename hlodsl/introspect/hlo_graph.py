@@ -16,7 +16,7 @@ Where Graphviz is installed the graph renders as SVG in Jupyter; without it,
 ...   x = f32[3] parameter(0)
 ...   ROOT n = f32[3] negate(x)
 ... }'''
->>> from hlodsl.hlo_text import parse_module
+>>> from .hlo_text import parse_module
 >>> g = module_graph(parse_module(text))
 >>> print(g.dot.splitlines()[0]), "negate" in g.dot
 digraph m {

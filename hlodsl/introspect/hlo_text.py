@@ -52,8 +52,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dtypes import from_hlo
-from .types import ArrayType, TokenType, TupleType
+from hlodsl.arrays.dtypes import from_hlo
+from hlodsl.arrays.types import ArrayType, TokenType, TupleType
 
 __all__ = [
     "HloComputation",

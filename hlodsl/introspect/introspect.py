@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import html
 
-from .array import array_class
-from .compiler import Compiled, _check_passes, _convert, any_sharded, build_entry
-from .compiler import compile as compile_fn
-from .graph import Computation
+from hlodsl.arrays.array import array_class
+from hlodsl.compilation.compiler import Compiled, _check_passes, _convert, any_sharded, build_entry
+from hlodsl.compilation.compiler import compile as compile_fn
+from hlodsl.ir.graph import Computation
 from .hlo_text import parse_module, source_label
-from .printer import module_text
-from .runtime import _METADATA, compile_hlo
-from .settings import memory_size
-from .staging import stage
-from .tree import flatten
-from .types import ArrayType
+from hlodsl.ir.printer import module_text
+from hlodsl.runtime import compile_hlo
+from hlodsl.runtime.executables import METADATA as _METADATA
+from hlodsl.settings import memory_size
+from hlodsl.ir.staging import stage
+from hlodsl.arrays.tree import flatten
+from hlodsl.arrays.types import ArrayType
 
 __all__ = ["code_typed", "code_hlo", "CodeText"]
 

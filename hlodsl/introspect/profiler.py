@@ -42,14 +42,14 @@ import time
 from collections import defaultdict
 from typing import NamedTuple
 
-from .compiler import Compiled
-from .compiler import compile as compile_fn
+from hlodsl.compilation.compiler import Compiled
+from hlodsl.compilation.compiler import compile as compile_fn
 from .hlo_text import HloModule, Instruction, flops, line_costs, parse_module
 from .hlo_text import source_label
 from .introspect_html import Table, _esc, _code_of, human
-from .jaxlib_compat import XlaEvent, profile_events
-from .runtime import platform
-from .tree import block_until_ready
+from hlodsl.runtime.jaxlib_compat import XlaEvent, profile_events
+from hlodsl.runtime import platform
+from hlodsl.arrays.tree import block_until_ready
 
 __all__ = ["profile", "Profile", "InstructionTime", "LineTime"]
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import plum
 
-from .errors import NoMethodError, with_location
-from .types import ArrayType
+from hlodsl.errors import NoMethodError, with_location
+from hlodsl.arrays.types import ArrayType
 
 __all__ = ["Dispatcher", "dispatch", "methods", "cached_method"]
 

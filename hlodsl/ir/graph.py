@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .context import STATE, current_builder
-from .errors import SourceLocation, staging_error
+from hlodsl.context import STATE, current_builder
+from hlodsl.errors import SourceLocation, staging_error
 
 if TYPE_CHECKING:
-    from .types import AbstractType
+    from hlodsl.arrays.types import AbstractType
 
 __all__ = ["Node", "Builder", "Computation", "current_builder", "OPCODES", "use_replay"]
 
-#: Opcode -> op class, filled as ``hlodsl.op.HloOp`` subclasses are defined (that
+#: Opcode -> op class, filled as ``hlodsl.ir.op.HloOp`` subclasses are defined (that
 #: module sits above this one): the builder makes its parameters and constants
 #: through it, so the graph never imports the ops it records.
 OPCODES: dict[str, type] = {}
@@ -169,7 +169,7 @@ class Computation:
         return self.name
 
     def __call__(self, *args):
-        """Run the computation again on ``args`` (``hlodsl.interpret.replay``)."""
+        """Run the computation again on ``args`` (``hlodsl.ir.interpret.replay``)."""
         return _REPLAY[0](self, args)
 
     def __repr__(self) -> str:
@@ -180,7 +180,7 @@ def _no_replay(comp: Computation, args) -> None:
     raise RuntimeError("calling a Computation needs hlodsl.interpret (import hlodsl)")
 
 
-# hlodsl.interpret (above this module: it walks computations) hands its replay in.
+# hlodsl.ir.interpret (above this module: it walks computations) hands its replay in.
 _REPLAY = [_no_replay]
 
 

@@ -15,7 +15,7 @@ source line (``STATE.location``), so a replayed program still points at the
 user's code.
 
 >>> import numpy as np, hlodsl as hd
->>> from hlodsl.staging import stage
+>>> from .staging import stage
 >>> staged = stage(lambda x: x * x + 1, (hd.array(np.float32([2, 3])),), {})
 >>> replay(staged.computation, [hd.array(np.float32([4, 5]))])
 hlodsl.Array[float32, (2,)]([17., 26.])
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .context import STATE
+from hlodsl.context import STATE
 from .graph import Computation, Node, use_replay
 from .structural import GetTupleElement, Parameter, Tuple
 
@@ -86,7 +86,7 @@ def depends(comp: Computation, inputs: Sequence) -> object:
     asks which loop-carried values become batched.)
 
     >>> import numpy as np, hlodsl as hd
-    >>> from hlodsl.staging import stage
+    >>> from .staging import stage
     >>> staged = stage(lambda x, y: (x * 2, y + 1), (hd.array(1.0), hd.array(2.0)), {})
     >>> depends(staged.computation, [True, False])
     (True, False)

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .dtypes import _is_ml_integer
+from hlodsl.arrays.dtypes import _is_ml_integer
 
 __all__ = ["literal_text"]
 

@@ -25,15 +25,15 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .array import Array, Token
-from .errors import ArraySizeError, internal_classes, require, staging_error, user_location
-from .cache import BoundedCache
-from .settings import config
-from .context import STATE
-from .dtypes import device_refusal
+from hlodsl.arrays.array import Array, Token
+from hlodsl.errors import ArraySizeError, internal_classes, require, staging_error, user_location
+from hlodsl.cache import BoundedCache
+from hlodsl.settings import config
+from hlodsl.context import STATE
+from hlodsl.arrays.dtypes import device_refusal
 from .graph import OPCODES, Builder
-from .tree import static_key
-from .types import ArrayType, TokenType, TupleType
+from hlodsl.arrays.tree import static_key
+from hlodsl.arrays.types import ArrayType, TokenType, TupleType
 
 __all__ = ["HloOp", "Composite", "frozen", "registry", "op_fields", "apply_op", "observed_call",
            "use_eager", "op_class"]
@@ -51,7 +51,7 @@ def frozen(cls=None, **kwargs):
 
     Every field is a static operand. A value its converter rejects raises an
     error naming the op and the field (not the converter's bare complaint),
-    and fields compare by ``hlodsl.tree.static_key``: ``Scale(0.0)`` and
+    and fields compare by ``hlodsl.arrays.tree.static_key``: ``Scale(0.0)`` and
     ``Scale(-0.0)`` are different ops, so they are never shared as one node.
 
     >>> @frozen
@@ -365,7 +365,7 @@ def wrap_node(builder: Builder, node):
         return Array._from_node(node)
     if isinstance(node.type, TokenType):
         return Token(node)
-    get = _REGISTRY["get-tuple-element"]  # hlodsl.structural, a floor above this one
+    get = _REGISTRY["get-tuple-element"]  # hlodsl.ir.structural, a floor above this one
     return tuple(
         wrap_node(builder, builder.add(get(i), (node,), t, node.loc))
         for i, t in enumerate(node.type.elements)
@@ -407,7 +407,7 @@ def _no_compiler(*args):
     raise RuntimeError("eager op calls need hlodsl.one_op (import hlodsl)")
 
 
-# Staging and compiling sit on floors above the ops' base: hlodsl.one_op hands in
+# Staging and compiling sit on floors above the ops' base: hlodsl.compilation.one_op hands in
 # how a one-op module is built (op, types -> compiled entry) and how an entry runs
 # over the mesh of sharded operands.
 _ONE_OP = [_no_compiler, _no_compiler]

@@ -114,7 +114,7 @@ class PrintContext:
         body = self._body(comp, entry=True)
         header = f"HloModule {_ident(name)}"
         if self.meshes:  # Shardy's meshes, named by the annotations that use them
-            from .sharding import sdy_mesh
+            from hlodsl.arrays.sharding import sdy_mesh
 
             meshes = ", ".join(f"{n} = {sdy_mesh(m)}" for m, n in self.meshes.items())
             header += f", frontend_attributes={{xla.sdy.meshes={{{meshes}}}}}"

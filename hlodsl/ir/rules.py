@@ -31,7 +31,7 @@ import typing
 from typing import Callable
 
 from .dispatcher import dispatch, methods
-from .errors import HloDslError
+from hlodsl.errors import HloDslError
 from .op import Composite, HloOp
 
 __all__ = [

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import inspect
 
-from .array import Array, Token
-from .cache import BoundedCache
-from .settings import config
-from .context import STATE
-from .errors import _is_internal, staging_error
+from hlodsl.arrays.array import Array, Token
+from hlodsl.cache import BoundedCache
+from hlodsl.settings import config
+from hlodsl.context import STATE
+from hlodsl.errors import _is_internal, staging_error
 from .graph import Builder, Computation
-from .tree import flatten, leaf_paths, unflatten
+from hlodsl.arrays.tree import flatten, leaf_paths, unflatten
 
 __all__ = ["stage", "stage_types", "Staged", "stage_computation", "stats"]
 
@@ -89,7 +89,7 @@ def _stage_types(fn, treedef, in_types: tuple, name: str, weak: tuple | None) ->
     with Builder(name) as b:
         sym = [Array._from_node(b.parameter(t, n)) for t, n in zip(in_types, names)]
         if weak is not None:
-            from .scalars import weak_class
+            from hlodsl.arrays.scalars import weak_class
 
             for a, w in zip(sym, weak):
                 if w:

@@ -11,17 +11,17 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .dtypes import element_type, native_byte_order
-from .errors import require
+from hlodsl.arrays.dtypes import element_type, native_byte_order
+from hlodsl.errors import require
 from .literals import literal_text
 from .op import HloOp, frozen
-from .types import ArrayType, TupleType
+from hlodsl.arrays.types import ArrayType, TupleType
 
 __all__ = ["Parameter", "Constant", "Tuple", "GetTupleElement"]
 
 
 def _index(value) -> int:
-    """Converter: a non-negative Python or numpy int (``hlodsl.op.frozen`` names the op)."""
+    """Converter: a non-negative Python or numpy int (``hlodsl.ir.op.frozen`` names the op)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"expected a non-negative int, got {value!r} ({type(value).__name__})")
     if value < 0:
@@ -43,7 +43,7 @@ class Parameter(HloOp, opcode="parameter"):
 
 
 def _as_host(value) -> np.ndarray:
-    # Native byte order, as hlodsl.array takes data: equal values make equal constants.
+    # Native byte order, as hlodsl.arrays.array takes data: equal values make equal constants.
     return native_byte_order(np.asarray(value))
 
 

@@ -19,15 +19,16 @@ import os
 
 import numpy as np
 
-from . import clusters, runtime
-from .sharding import NamedSharding
+from . import clusters
+from hlodsl import runtime
+from hlodsl.arrays.sharding import NamedSharding
 
 __all__ = ["initialize", "launcher", "shutdown", "process_index", "process_count", "local_devices",
            "make_array_from_process_local_data", "ENV"]
 
 #: Environment variables ``initialize()`` reads first when called without arguments
 #: (``python -m hlodsl.launch`` sets them); SLURM's and Open MPI's come next
-#: (hlodsl.clusters).
+#: (hlodsl.parallel.clusters).
 ENV = clusters.HLODSL_ENV
 
 
@@ -102,7 +103,7 @@ def process_count() -> int:
 
 def local_devices() -> list:
     """This process's devices (``hd.Device``; ids index ``hd.devices()``)."""
-    from .array import Device
+    from hlodsl.arrays.array import Device
 
     return [Device(runtime.platform(), i) for i in runtime.local_device_ids()]
 
@@ -116,7 +117,7 @@ def make_array_from_process_local_data(sharding: NamedSharding, local_data,
     dimensions split across processes (the data-parallel batch): its shape times
     the number of processes' blocks along each split dimension.
     """
-    from .array import array_class, sharded_class
+    from hlodsl.arrays.array import array_class, sharded_class
 
     if not isinstance(sharding, NamedSharding):
         raise TypeError(f"make_array_from_process_local_data: expected a hd.NamedSharding, "
@@ -132,8 +133,8 @@ def make_array_from_process_local_data(sharding: NamedSharding, local_data,
         raise ValueError(f"make_array_from_process_local_data: local data of shape "
                          f"{local.shape} does not fit {sharding!r} for global shape "
                          f"{global_shape}: {e}") from None
-    from .types import ArrayType
-    from .dtypes import element_type
+    from hlodsl.arrays.types import ArrayType
+    from hlodsl.arrays.dtypes import element_type
 
     t = ArrayType(element_type(local.dtype), global_shape)
     cls = sharded_class(t) if runtime.is_sharded(buf) else array_class(t)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array import Array, array
-from .printer import module_text
-from .runtime import compile_hlo, device_count, to_device
-from .staging import stage
-from .tree import unflatten
+from hlodsl.arrays.array import Array, array
+from hlodsl.ir.printer import module_text
+from hlodsl.runtime import compile_hlo, device_count, to_device
+from hlodsl.ir.staging import stage
+from hlodsl.arrays.tree import unflatten
 
 __all__ = ["replicated", "Replicated"]
 

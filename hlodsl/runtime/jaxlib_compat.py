@@ -174,7 +174,7 @@ def initialize_lapack() -> bool:
     return True
 
 
-# -- exported artifacts: StableHLO portable artifacts (hlodsl.exported) ---------------
+# -- exported artifacts: StableHLO portable artifacts (hlodsl.interchange.exported) ---------------
 # jaxlib.mlir.dialects.stablehlo is the StableHLO project's own Python binding, public
 # in jaxlib (jax.export writes its artifacts with it); it is imported on first use, so
 # a process that never exports does not load MLIR's Python bindings.

@@ -27,7 +27,7 @@ def initialize_distributed(coordinator_address: str, num_processes: int, process
                                initialization_timeout=timeout_s,
                                heartbeat_timeout_seconds=timeout_s,
                                shutdown_timeout_seconds=timeout_s,
-                               # hlodsl.clusters read the launcher's environment already;
+                               # hlodsl.parallel.clusters read the launcher's environment already;
                                # jax's own reading would add requirements of its own.
                                cluster_detection_method="deactivate")
 

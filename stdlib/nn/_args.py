@@ -7,9 +7,9 @@ import operator
 
 import numpy as np
 
-from hlodsl.scalars import static_hint
-from hlodsl.array import Array
-from hlodsl.dtypes import Floating
+from hlodsl.arrays.scalars import static_hint
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Floating
 from hlodsl.errors import ShapeError
 
 from ..manipulation import fail

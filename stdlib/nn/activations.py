@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from hlodsl import ops
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from hlodsl.transforms.custom import custom_jvp, custom_vjp
 
 from ..creation import zeros_like

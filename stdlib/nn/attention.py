@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from hlodsl.array import Array
-from hlodsl.dtypes import Bool
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Bool
 from hlodsl.errors import ShapeError
 
 from ..creation import arange

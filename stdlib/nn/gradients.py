@@ -17,9 +17,9 @@ hlodsl.Array[float32, (2,)]([0.6, 0. ])
 
 from __future__ import annotations
 
-from hlodsl.array import Array
-from hlodsl.dtypes import Bool, ComplexFloating
-from hlodsl.tree import flatten, unflatten
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Bool, ComplexFloating
+from hlodsl.arrays.tree import flatten, unflatten
 
 from ..elementwise import abs, sqrt
 from ..manipulation import fail, where

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from hlodsl.dtypes import float32
+from hlodsl.arrays.dtypes import float32
 
 from ..creation import zeros as _zeros
 from ..manipulation import fail

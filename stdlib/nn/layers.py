@@ -24,8 +24,8 @@ import math
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dtypes import Floating, Integer
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Floating, Integer
 from hlodsl.errors import ShapeError
 
 from ..manipulation import concat, fail

@@ -10,9 +10,9 @@ hlodsl.Array[float32, (2,)]([0.6931472 , 0.28768203])
 from __future__ import annotations
 
 from hlodsl import ops
-from hlodsl.array import Array
-from hlodsl.dispatcher import dispatch
-from hlodsl.dtypes import Floating, Integer
+from hlodsl.arrays.array import Array
+from hlodsl.ir.dispatcher import dispatch
+from hlodsl.arrays.dtypes import Floating, Integer
 from hlodsl.errors import ShapeError
 
 from ..creation import zeros_like

@@ -14,7 +14,7 @@ from __future__ import annotations
 import operator
 
 from hlodsl import ops
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from hlodsl.errors import ShapeError
 
 from ..creation import ones, zeros

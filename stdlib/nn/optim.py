@@ -27,12 +27,12 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from hlodsl.array import Array, array
-from hlodsl.bindings import watch_rebinding
-from hlodsl.dtypes import Bool, ComplexFloating, Inexact, complex128, float32, float64
+from hlodsl.arrays.array import Array, array
+from hlodsl.compilation.bindings import watch_rebinding
+from hlodsl.arrays.dtypes import Bool, ComplexFloating, Inexact, complex128, float32, float64
 from hlodsl.errors import ShapeError
 from hlodsl.transforms.structures import leaf_paths
-from hlodsl.tree import flatten, tree_map, unflatten
+from hlodsl.arrays.tree import flatten, tree_map, unflatten
 
 from ..data_types import astype
 from ..elementwise import sqrt

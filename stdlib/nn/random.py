@@ -21,8 +21,8 @@ import operator
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.array import Array, array
-from hlodsl.dtypes import Floating, UnsignedInteger, float32, float64, uint32, uint64
+from hlodsl.arrays.array import Array, array
+from hlodsl.arrays.dtypes import Floating, UnsignedInteger, float32, float64, uint32, uint64
 
 from ..creation import zeros_like
 from ..manipulation import as_dtype, as_int, fail
@@ -41,7 +41,7 @@ def _compiled(fn):
     """
     import inspect
 
-    from hlodsl.compiler import compile
+    from hlodsl.compilation.compiler import compile
 
     # Numbers here (bounds, rates) are static: they shape the program, not its data.
     return compile(fn, static_argnames=tuple(inspect.signature(fn).parameters))

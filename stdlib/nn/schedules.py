@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import attrs
 
-from hlodsl.array import Array
-from hlodsl.dtypes import Integer, element_type, float32
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Integer, element_type, float32
 
 from ..elementwise import cos, floor, maximum, minimum, pow
 from ..manipulation import fail, where

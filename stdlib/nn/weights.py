@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-from hlodsl.array import Array, array
+from hlodsl.arrays.array import Array, array
 
 from ..manipulation import fail
 

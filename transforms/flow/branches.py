@@ -13,10 +13,10 @@ from typing import Callable
 
 import numpy as np
 
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from hlodsl.errors import ShapeError, StagingError, staging_error
-from hlodsl.structural import Constant
-from hlodsl.tree import flatten, unflatten
+from hlodsl.ir.structural import Constant
+from hlodsl.arrays.tree import flatten, unflatten
 
 from ..body import Body
 from ..structures import flatten_lifting

@@ -15,12 +15,12 @@ from typing import Callable
 
 import numpy as np
 
-from hlodsl.array import Array
-from hlodsl.dtypes import Integer
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Integer
 from hlodsl.errors import ShapeError, staging_error
-from hlodsl.structural import Constant
-from hlodsl.tree import flatten
-from hlodsl.types import ArrayType
+from hlodsl.ir.structural import Constant
+from hlodsl.arrays.tree import flatten
+from hlodsl.arrays.types import ArrayType
 
 from ..body import Body
 from .values import (
@@ -308,7 +308,7 @@ def _trip(lo, hi, step: int, dtype) -> Array:
 
 
 def _element(dtype: np.dtype):
-    from hlodsl.dtypes import element_type
+    from hlodsl.arrays.dtypes import element_type
 
     return element_type(dtype)
 

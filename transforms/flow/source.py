@@ -18,7 +18,7 @@ import linecache
 import types
 import warnings
 
-from hlodsl.tree import static_key
+from hlodsl.arrays.tree import static_key
 
 from .rewrite import FLOW, PREFIX, arguments, at
 

@@ -13,13 +13,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hlodsl.array import Array
-from hlodsl.dtypes import Bool, ComplexFloating, Floating, Integer
-from hlodsl.dtypes import pred as pred_dtype
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.dtypes import Bool, ComplexFloating, Floating, Integer
+from hlodsl.arrays.dtypes import pred as pred_dtype
 from hlodsl.errors import staging_error
-from hlodsl.structural import Constant
-from hlodsl.tree import flatten
-from hlodsl.types import ArrayType
+from hlodsl.ir.structural import Constant
+from hlodsl.arrays.tree import flatten
+from hlodsl.arrays.types import ArrayType
 
 __all__ = ["Site", "Undefined", "undefined", "load", "not_", "and_", "or_", "stopped",
            "static_test", "static_range"]

@@ -1,0 +1,11 @@
+"""Programs and values in and out of a process: exported artifacts and checkpoints.
+
+| module | what it holds |
+|---|---|
+| ``exported`` | ``hd.export``/``hd.deserialize``: a staged program as versioned bytes holding a StableHLO artifact |
+| ``checkpoint`` | ``hd.save``/``hd.load``: structures of arrays in a file |
+
+May import: hlodsl.compilation, hlodsl.ir, hlodsl.arrays, hlodsl.runtime, and the top of
+hlodsl (``errors``, ``settings``, ``cache``, ``context``). Nothing above this room
+(docs/index.md draws the floors).
+"""
