@@ -7,10 +7,10 @@ module they give and ``f.report(*args)`` what each changed. docs/memory.md
 describes the passes, their rules and their limits.
 """
 
-from hlodsl import compiler as _compiler
+from hlodsl.compilation import compiler as _compiler
 
-from .pipeline import (Pass, PassContext, Report, compile_with_passes, default_passes,
-                       run_passes)
+from .context import Pass, PassContext
+from .pipeline import Report, compile_with_passes, default_passes, run_passes
 from .rewrite import nbytes, rewrite, users
 from .distances import Distances
 from .matrix_chain import MatrixChain

@@ -11,7 +11,7 @@ the loop state, or the branch's operand), and rebuilds the node with the
 computations it gives, so that the loop or branch runs the rewritten body.
 
 >>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
->>> from hlodsl.staging import stage
+>>> from hlodsl.ir.staging import stage
 >>> from hlodsl.transforms.passes import PassContext, Split
 >>> def f(c0):
 ...     step = lambda c, _: (xp.tanh(xp.exp(-(c[:, None] - c[None, :]) ** 2) @ c / 400), None)
@@ -28,9 +28,9 @@ from collections.abc import Callable
 
 import attrs
 
-from hlodsl.graph import Computation, Node
+from hlodsl.ir.graph import Computation, Node
 from hlodsl.ops import Conditional, While
-from hlodsl.staging import stage_computation
+from hlodsl.ir.staging import stage_computation
 
 from .rewrite import rewrite
 

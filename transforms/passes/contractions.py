@@ -19,7 +19,7 @@ dimension from exactly one. Sums in another order round differently: the
 results agree to rounding, not bit for bit.
 
 >>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
->>> from hlodsl.staging import stage
+>>> from hlodsl.ir.staging import stage
 >>> a = hd.array(np.ones((30, 20)))
 >>> comp = stage(lambda a, b: xp.sum(a[:, :, None] * b[None, :, :], axis=1), (a, a.T), {}).computation
 >>> comp, changes = as_dots(comp)
@@ -32,10 +32,10 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.dtypes import Inexact
-from hlodsl.graph import Computation, Node
+from hlodsl.arrays.dtypes import Inexact
+from hlodsl.ir.graph import Computation, Node
 from hlodsl.ops.reduce import reduction_kind
-from hlodsl.structural import Constant
+from hlodsl.ir.structural import Constant
 
 from .rewrite import rewrite, users
 

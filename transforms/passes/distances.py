@@ -45,11 +45,11 @@ from __future__ import annotations
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.dtypes import Floating
-from hlodsl.graph import Computation, Node
-from hlodsl.types import ArrayType
+from hlodsl.arrays.dtypes import Floating
+from hlodsl.ir.graph import Computation, Node
+from hlodsl.arrays.types import ArrayType
 
-from .pipeline import PassContext
+from .context import PassContext
 from .rewrite import rewrite, users
 
 __all__ = ["Distances"]

@@ -50,12 +50,12 @@ from typing import NamedTuple
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.dtypes import Bool, Inexact
-from hlodsl.graph import Computation, Node
-from hlodsl.types import ArrayType
+from hlodsl.arrays.dtypes import Bool, Inexact
+from hlodsl.ir.graph import Computation, Node
+from hlodsl.arrays.types import ArrayType
 
 from .contractions import as_dots
-from .pipeline import PassContext
+from .context import PassContext
 from .rewrite import rewrite, users
 
 __all__ = ["MatrixChain"]

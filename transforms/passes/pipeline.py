@@ -13,19 +13,23 @@ until the program fits or no pass can do better.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import attrs
 
 from hlodsl import runtime
 from hlodsl.errors import MemoryLimitError
-from hlodsl.graph import Computation
+from hlodsl.ir.graph import Computation
 from hlodsl.ops import While
 from hlodsl.settings import format_bytes
-from hlodsl.structural import Parameter, Tuple
-from hlodsl.staging import Staged
+from hlodsl.ir.structural import Parameter, Tuple
+from hlodsl.ir.staging import Staged
 
+from .context import Pass, PassContext
+from .distances import Distances
+from .matrix_chain import MatrixChain
 from .rewrite import nbytes
+from .split import Split
+from .top_k import BlockedTopK
 
 __all__ = ["Pass", "PassContext", "Report", "MemoryReport", "run_passes", "compile_with_passes",
            "default_passes", "MAX_ATTEMPTS"]
@@ -33,34 +37,6 @@ __all__ = ["Pass", "PassContext", "Report", "MemoryReport", "run_passes", "compi
 #: Compiles tried under a memory limit before giving up. The first is sized by the
 #: passes' cost model; each later one (a fallback) asks them for smaller pieces.
 MAX_ATTEMPTS = 4
-
-
-class Pass(Protocol):
-    """What a pass is: a name, and a function of the program and the context."""
-
-    name: str
-
-    def __call__(self, comp: Computation, ctx: PassContext) -> tuple[Computation, list[str]]:
-        ...
-
-
-@attrs.frozen
-class PassContext:
-    """What passes know beyond the program.
-
-    ``memory_limit``: bytes of temporary memory the program may use (None: no
-    limit). ``attempt``: 0 first; each later attempt follows a compile that
-    went over the limit, and passes that can should make pieces ``shrink``
-    times the size they first chose (at most half the last attempt's, less
-    where XLA's count was far over the limit). ``estimates`` collects what
-    the passes expect XLA's temporary bytes to be (``Split``'s cost model).
-    """
-
-    memory_limit: int | None = None
-    attempt: int = 0
-    shrink: float = 1.0
-    #: Passes that size pieces append their estimate of XLA's temporary bytes here.
-    estimates: list[int] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -96,11 +72,6 @@ def default_passes(memory_limit: int | None) -> tuple[Pass, ...]:
     """The passes ``hd.compile`` runs for a memory limit (none without one)."""
     if memory_limit is None:
         return ()
-    from .distances import Distances
-    from .matrix_chain import MatrixChain
-    from .split import Split
-    from .top_k import BlockedTopK
-
     return (MatrixChain(), Distances(), Split(), BlockedTopK())
 
 

@@ -11,7 +11,7 @@ point at the user's code.
 
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl import ops
->>> from hlodsl.staging import stage
+>>> from hlodsl.ir.staging import stage
 >>> comp = stage(lambda x: hd.ops.Exp()(hd.ops.Log()(x)), (hd.array(np.float32([1, 2])),), {}).computation
 >>> def drop_exp_log(node, values, new):          # exp(log(x)) -> x
 ...     if type(node.op) is ops.Exp and type(node.operands[0].op) is ops.Log:
@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import prod
 
-from hlodsl.array import Array
-from hlodsl.graph import Builder, Computation, Node
-from hlodsl.interpret import apply_node, evaluate
-from hlodsl.op import wrap_node
-from hlodsl.staging import _root
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.arrays.array import Array
+from hlodsl.ir.graph import Builder, Computation, Node
+from hlodsl.ir.interpret import apply_node, evaluate
+from hlodsl.ir.op import wrap_node
+from hlodsl.ir.staging import _root
+from hlodsl.arrays.types import ArrayType, TupleType
 
 __all__ = ["rewrite", "users", "nbytes", "value_of", "Rule", "parameters_like", "root_of"]
 

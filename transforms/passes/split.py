@@ -35,17 +35,17 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.array import Array
+from hlodsl.arrays.array import Array
 from hlodsl.context import STATE
-from hlodsl.graph import Builder, Computation, Node
-from hlodsl.interpret import apply_node
+from hlodsl.ir.graph import Builder, Computation, Node
+from hlodsl.ir.interpret import apply_node
 from hlodsl.ops import (Add, Broadcast, Concatenate, Convert, Dot, DynamicSlice,
                         DynamicUpdateSlice, Iota, Maximum, Minimum, Multiply, Reduce, Reshape, TopK)
-from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
+from hlodsl.ir.structural import Constant, GetTupleElement, Parameter, Tuple
 from hlodsl.transforms.control import fori_loop
 
 from .bodies import in_bodies
-from .pipeline import PassContext
+from .context import PassContext
 from .rewrite import nbytes, parameters_like, root_of
 from .split_plan import Loop, input_views, loops, plan
 from .split_rules import operand_dims, shape_of, sliced_op

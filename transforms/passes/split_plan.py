@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import attrs
 
-from hlodsl.graph import Computation, Node
+from hlodsl.ir.graph import Computation, Node
 from hlodsl.ops import Broadcast, Convert, Copy, Reduce, Reshape, Slice, Transpose
-from hlodsl.structural import Constant, GetTupleElement, Parameter, Tuple
+from hlodsl.ir.structural import Constant, GetTupleElement, Parameter, Tuple
 
 from .rewrite import nbytes, users
 from .split_rules import REDUCED, accumulation, operand_dims, result_dim, shape_of

@@ -13,7 +13,7 @@ dimension ``d``, ``REDUCED`` where the op sums (or takes the max of) over
 ``d`` (ops whose static operands hold shapes change; others stay).
 
 >>> import numpy as np, hlodsl as hd
->>> from hlodsl.staging import stage
+>>> from hlodsl.ir.staging import stage
 >>> a = hd.array(np.ones((4, 3), np.float32))
 >>> comp = stage(lambda a: hd.ops.Transpose((1, 0))(a), (a,), {}).computation
 >>> operand_dims(comp.root, 0), result_dim(comp.root, 0, 0)
@@ -26,9 +26,9 @@ from math import prod
 
 import attrs
 
-from hlodsl.graph import Node
-from hlodsl.structural import GetTupleElement
-from hlodsl.types import ArrayType, TupleType
+from hlodsl.ir.graph import Node
+from hlodsl.ir.structural import GetTupleElement
+from hlodsl.arrays.types import ArrayType, TupleType
 from hlodsl.ops.binary import Binary
 from hlodsl.ops.broadcast import Broadcast
 from hlodsl.ops.clamp import Clamp

@@ -46,12 +46,12 @@ import math
 import numpy as np
 
 from hlodsl import ops
-from hlodsl.dtypes import bfloat16, float16, float32, float64, int8, int16, int32, int64
-from hlodsl.graph import Computation, Node
-from hlodsl.types import ArrayType
+from hlodsl.arrays.dtypes import bfloat16, float16, float32, float64, int8, int16, int32, int64
+from hlodsl.ir.graph import Computation, Node
+from hlodsl.arrays.types import ArrayType
 
 from .bodies import in_bodies
-from .pipeline import PassContext
+from .context import PassContext
 from .rewrite import rewrite
 
 __all__ = ["BlockedTopK", "blocked_top_k", "group_size", "take"]
