@@ -41,6 +41,9 @@ from .ir.rules import batch_rule, jvp_rule, vjp_rule  # noqa: F401
 from .parallel.replicated import replicated  # noqa: F401
 from .arrays.sharding import Mesh, NamedSharding, P, PartitionSpec, devices, make_mesh  # noqa: F401
 from .parallel import distributed  # noqa: F401  (hd.distributed.initialize, ...)
+# Module paths the docs name, kept where they were before the core moved into rooms
+# (each is the moved module itself): hlodsl.op, .dtypes, .dispatcher, .tree, .hlo_text.
+from . import dispatcher, dtypes, hlo_text, op, tree  # noqa: E402,F401
 
 # The layers above the core: hlodsl's public face gathers them.
 from . import ops  # noqa: E402,F401

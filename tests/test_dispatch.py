@@ -71,7 +71,7 @@ class ScaledAdd(HloOp, opcode="test-scaled-add"):
         # One op may emit a small expression: here as a call of a fused form XLA
         # parses, written with existing opcodes through a sub-computation.
         t = operand_types[0]
-        comp = hd.staging.stage_computation(self._scalar, (hd.ArrayType(t.dtype, ()),) * 2)
+        comp = hd.ir.staging.stage_computation(self._scalar, (hd.ArrayType(t.dtype, ()),) * 2)
         dims = ",".join(map(str, range(t.rank)))
         return f"map({', '.join(operands)}), dimensions={{{dims}}}, to_apply={ctx.computation(comp)}"
 

@@ -254,7 +254,7 @@ def test_a_newer_format_names_both_versions(small):
 
 
 def test_a_newer_stablehlo_names_both_versions(small):
-    here = hd.exported._hlodsl_version()
+    here = hd.interchange.exported._hlodsl_version()
     with pytest.raises(hd.ExportError, match=r"StableHLO 99\.0\.0 \(written by hlodsl "
                                              rf"{here} with jaxlib 9\.9\); this jaxlib .* reads "
                                              r"StableHLO up to 1\.\d+\.\d+: upgrade jaxlib"):
