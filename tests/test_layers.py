@@ -3,12 +3,15 @@
     stdlib       hlodsl.stdlib       generic library functions
     transforms   hlodsl.transforms   derivatives, control flow, conversion, batching
     ops          hlodsl.ops          one class per HLO op, with its rules
-    core         hlodsl.*            arrays, HloOp, rule generics, staging, printing, runtime
+    core         hlodsl.*            in rooms: runtime, arrays, ir, compilation, parallel,
+                                     interchange, introspect
 
 ``hlodsl/__init__.py`` (the public face, which gathers every layer) and
-``hlodsl/demo.py`` (a program written as a user would) sit above them all. The
-test reads the source (it runs nothing), so an import hidden inside a function
-counts as much as one at the top of a module.
+``hlodsl/demo.py`` (a program written as a user would) sit above them all.
+Inside the core, each room (a subpackage of ``hlodsl/``) imports only the rooms
+its docstring's "May import:" line names, and the rooms stand on the floors
+docs/index.md draws. The test reads the source (it runs nothing), so an import
+hidden inside a function counts as much as one at the top of a module.
 """
 
 from __future__ import annotations
@@ -156,48 +159,132 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def _package_graph(package: str) -> dict[str, set[str]]:
-    """Imports between the modules of ``package`` itself (its subpackages are other
-    graphs), function-level ones included; a package's ``__init__`` is left out: it
-    gathers its modules (``from .x import y`` names a module, not the package).
-    Imports under ``if TYPE_CHECKING:`` only name types for annotations: not counted."""
-    inside = {m for m in MODULES if m.rpartition(".")[0] == package and not _is_package(m)}
+LAYER_PACKAGES = {"core": "hlodsl", "ops": "hlodsl.ops", "transforms": "hlodsl.transforms",
+                  "stdlib": "hlodsl.stdlib"}
+
+
+def _layer_graph(name: str) -> dict[str, set[str]]:
+    """Imports between the modules of one layer, function-level ones included; the
+    packages' ``__init__`` modules are left out: they gather their modules (``from .x
+    import y`` names a module, not the package). Imports under ``if TYPE_CHECKING:``
+    only name types for annotations: not counted."""
+    inside = {m for m in MODULES if layer(m) == name and not _is_package(m)}
     return {m: {t for t, _ in imports(m, run_time_only=True) if t in inside} for m in inside}
 
 
-@pytest.mark.parametrize("package", ["hlodsl", "hlodsl.ops"])
-def test_no_import_cycle_inside_the_core_or_the_ops(package):
-    """Floors that only point down (docs/index.md draws them): within the core and
-    within ``ops/``, what a lower module needs from a higher one is handed down as a
-    registered callback or looked up in a registry, never imported."""
-    cycles = _cycles(_package_graph(package))
+@pytest.mark.parametrize("name", list(LAYER_PACKAGES))
+def test_no_import_cycle_inside_any_layer(name):
+    """Floors that only point down (docs/index.md draws the core's): within a layer,
+    what a lower module needs from a higher one is handed down as a registered
+    callback or looked up in a registry, never imported."""
+    cycles = _cycles(_layer_graph(name))
     shown = "\n".join(" <-> ".join(c) + "\n    " + "\n    ".join(
         sorted({f"{MODULES[m].relative_to(ROOT)}:{line} imports {t}"
                 for m in c for t, line in imports(m, run_time_only=True) if t in c}))
         for c in cycles)
-    assert not cycles, f"import cycles inside {package}:\n{shown}"
+    assert not cycles, f"import cycles inside {LAYER_PACKAGES[name]}:\n{shown}"
 
 
-def _drawn_floors() -> list[list[str]]:
-    """The core's floors as docs/index.md draws them, lowest first: each line of the
-    drawing names its modules (``x.py``; the bottom line, bare names)."""
+# -- the core's rooms ----------------------------------------------------------------------
+
+#: The top of hlodsl/ that everything stands on (it imports no room).
+BOTTOM = {"hlodsl.errors", "hlodsl.settings", "hlodsl.cache", "hlodsl.context"}
+ROOMS = sorted(m for m in MODULES if m.count(".") == 1 and _is_package(m) and layer(m) == "core")
+
+
+def room(module: str) -> str | None:
+    """The room (``hlodsl.ir``, ...) a core module is in; None at the top of hlodsl/."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or module in ROOMS else None
+
+
+def _allowed(room_name: str) -> set[str]:
+    """The rooms a room's docstring allows it to import (its "May import:" sentence)."""
+    doc = ast.get_docstring(ast.parse(MODULES[room_name].read_text())) or ""
+    sentence = doc.split("May import:", 1)[1].split(".\n", 1)[0] if "May import:" in doc else ""
+    return set(re.findall(r"\bhlodsl\.[a-z_]+", sentence)) & set(ROOMS)
+
+
+def test_every_room_says_what_it_holds_and_what_it_may_import():
+    assert ROOMS == ["hlodsl.arrays", "hlodsl.compilation", "hlodsl.interchange",
+                     "hlodsl.introspect", "hlodsl.ir", "hlodsl.parallel", "hlodsl.runtime"]
+    for r in ROOMS:
+        doc = ast.get_docstring(ast.parse(MODULES[r].read_text())) or ""
+        assert "May import:" in doc, f"{r}'s docstring does not say what it may import"
+        held = {m.rpartition(".")[2] for m in MODULES if room(m) == r and m != r}
+        missing = sorted(m for m in held if f"``{m}``" not in doc)
+        assert not missing, f"{r}'s docstring does not say what {missing} hold"
+
+
+def test_each_room_imports_only_what_its_docstring_allows():
+    wrong = []
+    for m in sorted(MODULES):
+        if layer(m) != "core":
+            continue
+        r = room(m)
+        if r is None and m not in BOTTOM:
+            continue  # the face of the top (aliases, demo, launch) may import any room
+        allowed = BOTTOM | ({t for t in MODULES if room(t) in _allowed(r) | {r}} if r else set())
+        for t, line in imports(m, run_time_only=True):
+            if layer(t) == "core" and t != "hlodsl" and t not in allowed:
+                wrong.append(f"{MODULES[m].relative_to(ROOT)}:{line} ({r or 'top'}) imports {t}")
+    assert not wrong, "imports a room's docstring does not allow:\n" + "\n".join(wrong)
+
+
+def test_the_top_of_the_core_is_its_public_face_and_what_all_of_it_stands_on():
+    top = sorted(p.stem for p in (ROOT / "hlodsl").glob("*.py"))
+    assert len(top) <= 20, top
+    aliases = [n for n in top if "sys.modules[__name__]" in (ROOT / "hlodsl" / f"{n}.py").read_text()]
+    assert set(top) == {"__init__", "demo", "launch"} | {b.split(".")[1] for b in BOTTOM} \
+        | set(aliases), top
+    # An alias is the moved module itself under the path the docs name, nothing more.
+    for n in aliases:
+        text = (ROOT / "hlodsl" / f"{n}.py").read_text()
+        assert len(text.splitlines()) <= 6, n
+        import importlib
+        assert importlib.import_module(f"hlodsl.{n}").__name__ != f"hlodsl.{n}", n
+
+
+def test_no_module_is_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in MODULES.values()
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, long
+
+
+def _drawn_floors() -> list[set[str]]:
+    """The core's floors as docs/index.md draws them, lowest first: each floor holds
+    rooms (``ir/``) and top modules of hlodsl/ (``errors.py``)."""
     page = (ROOT / "docs" / "index.md").read_text()
-    drawing = page.split("### Floors inside the core", 1)[1].split("```")[1]
+    drawing = page.split("### The core in rooms", 1)[1].split("```")[1]
     floors = []
     for line in drawing.strip("\n").splitlines():
-        names = re.findall(r"\b([a-z_]+)\.py\b", line) or re.findall(r"[a-z_]+", line)
-        floors.append([f"hlodsl.{n}" for n in names])
+        body = line.split(":", 1)[-1] if "top:" in line else line
+        names = {f"hlodsl.{n}" for n in re.findall(r"\b([a-z_]+)/(?!\w)", body) if n != "hlodsl"}
+        names |= {f"hlodsl.{n}" for n in re.findall(r"\b([a-z_]+)\.py\b", body)}
+        floors.append({"hlodsl" if n == "hlodsl.__init__" else n for n in names})
     return floors[::-1]
 
 
 def test_the_core_floors_drawn_in_the_docs_hold():
     floors = _drawn_floors()
     rank = {m: i for i, floor in enumerate(floors) for m in floor}
-    assert len(floors) > 10 and not set(rank) - set(MODULES), set(rank) - set(MODULES)
-    upward = [f"{MODULES[m].relative_to(ROOT)}:{line} (floor {rank[m]}) imports {t} "
-              f"(floor {rank[t]})" for m in rank for t, line in imports(m, run_time_only=True)
-              if t in rank and rank[t] > rank[m]]
-    assert not upward, "imports up the floors docs/index.md draws:\n" + "\n".join(upward)
+    assert len(floors) == 7 and not set(rank) - set(MODULES), set(rank) - set(MODULES)
+    core = [m for m in MODULES if layer(m) == "core" or m in APPLICATION]
+    place = {m: room(m) or m for m in core}
+    undrawn = sorted(m for m in core if place[m] not in rank)
+    assert not undrawn, f"modules docs/index.md does not draw: {undrawn}"
+    # A room imports only floors below it (not a room beside it); the top's own modules
+    # import floors below theirs, and each other (no cycle: the test above).
+    def wrong(m: str, t: str) -> bool:
+        if t not in place or place[t] == place[m]:
+            return False
+        beside = rank[place[t]] == rank[place[m]] and (room(m) or room(t))
+        return rank[place[t]] > rank[place[m]] or bool(beside)
+
+    upward = [f"{MODULES[m].relative_to(ROOT)}:{line} (floor {rank[place[m]]}) imports {t} "
+              f"(floor {rank[place[t]]})"
+              for m in core for t, line in imports(m, run_time_only=True) if wrong(m, t)]
+    assert not upward, "imports up or across the floors docs/index.md draws:\n" + "\n".join(upward)
 
 
 def test_the_cycle_finder_finds_cycles():
@@ -206,10 +293,11 @@ def test_the_cycle_finder_finds_cycles():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_core_imports_jax_in_the_runtime_and_its_compat_module_only():
+def test_the_core_imports_jax_in_the_runtime_room_only():
+    """The jax boundary: hlodsl/runtime/ is the one room whose modules import jax/jaxlib."""
     users = sorted({m for m in MODULES if layer(m) != "application"
                     for target in _external_imports(m) if target.split(".")[0] in ("jax", "jaxlib")})
-    assert users == ["hlodsl.runtime.jaxlib_compat", "hlodsl.runtime"], users
+    assert users and all(room(m) == "hlodsl.runtime" for m in users), users
 
 
 # A private jax/jaxlib name: a dotted path from jax, jaxlib or a module alias of them
@@ -228,7 +316,7 @@ def test_private_jax_names_are_reached_only_through_jaxlib_compat():
     outside = {m: sorted(set(_PRIVATE.findall(_code(m)))) for m in MODULES
                if m != "hlodsl.runtime.jaxlib_compat"}
     outside = {m: names for m, names in outside.items() if names}
-    assert not outside, f"private jax/jaxlib names outside hlodsl.jaxlib_compat: {outside}"
+    assert not outside, f"private jax/jaxlib names outside hlodsl.runtime.jaxlib_compat: {outside}"
     looked_up = set(re.findall(r"""private\(['"]([^'"]+)['"]\)""", "".join(_code(m) for m in MODULES)))
     assert looked_up | {"jaxlib.xla_client.array_result_handler(_skip_checks=)"} \
         == set(jaxlib_compat.PRIVATE_NAMES)
