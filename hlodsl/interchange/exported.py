@@ -46,7 +46,8 @@ from hlodsl.arrays.dtypes import element_type
 from hlodsl.errors import ExportError
 from hlodsl.ir.printer import module_text
 from hlodsl.ir.staging import stage
-from hlodsl.arrays.tree import LEAF, _Static, flatten, leaf_paths, unflatten
+from hlodsl.arrays.pytrees import NODES, NodeText
+from hlodsl.arrays.tree import LEAF, PYTREE, _Static, children_of, flatten, leaf_paths, unflatten
 from hlodsl.arrays.types import ArrayType
 
 __all__ = ["export", "deserialize", "Exported", "FORMAT", "MAGIC", "TARGET"]
@@ -79,7 +80,9 @@ def _hlodsl_version() -> str:
 # -- structures as JSON -------------------------------------------------------------
 # An exported program is called without the Python that made it, so its structures
 # are the ones JSON can say: tuples, lists, dicts with string keys, arrays (by type),
-# and static values that JSON holds exactly (floats as hex, so -0.0 and nan survive).
+# and static values that JSON holds exactly (floats as hex, so -0.0 and nan survive);
+# a registered class (hd.register_pytree_node) by its name and its aux data as JSON,
+# found again by name among the classes the loading process registered.
 
 def _static_json(value, where: str, name: str):
     if value is None or type(value) in (bool, int, str):
@@ -107,12 +110,50 @@ def _tree_json(td, where: str, name: str):
     if kind is dict and len(td) == 3:
         return {"dict": [[k, _tree_json(c, f"{where}[{k!r}]", name)]
                          for k, c in zip(td[1], td[2])]}
+    if kind is PYTREE:
+        node = td[1]
+        return {"node": node.name, "aux": _aux_json(td[2].value, where, node, name),
+                "children": [_tree_json(c, node.child_path(where, i), name)
+                             for i, c in enumerate(td[3])]}
     what = ("a dict with non-string keys" if kind is dict else
             f"a {(td[1] if kind is attrs else kind).__name__} instance")
     raise ExportError(
         f"export({name}): {where} is {what}; an exported program is called without the "
-        "Python source, so its arguments and results are arrays in tuples, lists and "
-        "dicts with string keys (attrs.asdict or namedtuple._asdict turn a class into one)")
+        "Python source, so its arguments and results are arrays in tuples, lists, "
+        "dicts with string keys and registered classes (hd.register_dataclass, "
+        "hd.register_pytree_node; attrs.asdict or namedtuple._asdict turn a class into a dict)")
+
+
+def _aux_json(aux, where: str, node, name: str):
+    """A registered node's aux data as JSON: None, bool, int, str, float and tuples."""
+    if type(aux) is tuple:
+        return {"tuple": [_aux_json(v, where, node, name) for v in aux]}
+    if aux is None or type(aux) in (bool, int, str):
+        return {"static": aux}
+    if type(aux) is float:
+        return {"float": aux.hex()}
+    raise ExportError(
+        f"export({name}): {where} is a {node.cls.__qualname__}, whose aux data holds a "
+        f"{type(aux).__name__} ({aux!r:.40}); an exported program keeps aux data as JSON: "
+        "None, bool, int, float, str and tuples of those")
+
+
+def _aux_from_json(j):
+    if "tuple" in j:
+        return tuple(_aux_from_json(v) for v in j["tuple"])
+    return float.fromhex(j["float"]) if "float" in j else j["static"]
+
+
+def _node_named(name: str):
+    """The registered class an exported program names."""
+    for node in list(NODES.values()):
+        if node.name == name:
+            return node
+    raise ExportError(
+        f"deserialize: the program's arguments or results hold a {name}, a class registered "
+        "as a pytree where it was exported; register it in this process too (import the "
+        "module that calls hd.register_dataclass / hd.register_pytree_node) before "
+        "deserializing")
 
 
 def _in_tree_json(tree, params: list[str], name: str):
@@ -151,6 +192,9 @@ def _tree_from_json(j):
     if "tuple" in j or "list" in j:
         kind = tuple if "tuple" in j else list
         return (kind, tuple(_tree_from_json(c) for c in j[kind.__name__]))
+    if "node" in j:
+        return (PYTREE, _node_named(j["node"]), _Static(_aux_from_json(j["aux"])),
+                tuple(_tree_from_json(c) for c in j["children"]))
     keys = tuple(k for k, _ in j["dict"])
     return (dict, keys, tuple(_tree_from_json(c) for _, c in j["dict"]))
 
@@ -215,7 +259,7 @@ class Exported:
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{p}: {t}" for p, t in zip(self.in_paths, self.in_types))
-        outs = unflatten(self.out_tree, [_Shown(t) for t in self.out_types])
+        outs = unflatten(self.out_tree, [_Shown(t) for t in self.out_types], node=NodeText)
         return f"Exported({self.name}({ins}) -> {outs!r})"
 
     # -- bytes -------------------------------------------------------------------------
@@ -331,7 +375,7 @@ def _count(tree) -> int:
         return 1
     if isinstance(tree, _Static):
         return 0
-    return sum(_count(c) for c in (tree[2] if tree[0] is dict else tree[1]))
+    return sum(_count(c) for c in children_of(tree))
 
 
 _KINDS = {bool: "b", int: "biuf", float: "f", complex: "c"}  # Python number -> numpy kinds
@@ -359,6 +403,11 @@ def _lift(tree, x, types):
         return kind(_lift(c, v, types) for c, v in zip(tree[1], x))
     if kind is dict and type(x) is dict and tuple(x) == tree[1]:
         return {k: _lift(c, x[k], types) for k, c in zip(tree[1], tree[2])}
+    if kind is PYTREE and type(x) is tree[1].cls:
+        children, aux = tree[1].flatten(x)
+        if len(children) == len(tree[3]):
+            return tree[1].unflatten(aux, tuple(_lift(c, v, types)
+                                                for c, v in zip(tree[3], children)))
     for _ in range(_count(tree)):  # a structure that differs: the call will say so
         next(types)
     return x
@@ -370,9 +419,8 @@ def _statics(tree) -> list:
         return [tree.value]
     if tree is LEAF:
         return []
-    kind = tree[0]  # a call's tree may hold attrs classes and namedtuples too
-    children = tree[3] if kind is attrs else tree[2] if kind is dict else tree[1]
-    return [v for c in children for v in _statics(c)]
+    # A call's tree may hold attrs classes and namedtuples too.
+    return [v for c in children_of(tree) for v in _statics(c)]
 
 
 # -- export --------------------------------------------------------------------------
@@ -387,6 +435,10 @@ def _abstract(x):
         return t(_abstract(v) for v in x)
     if t is dict:
         return {k: _abstract(v) for k, v in x.items()}
+    node = NODES.get(t)
+    if node is not None:
+        children, aux = node.flatten(x)
+        return node.unflatten(aux, tuple(_abstract(v) for v in children))
     return x
 
 
