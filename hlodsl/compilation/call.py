@@ -9,15 +9,18 @@ in the runtime only:
    compiled entry itself.
 2. Otherwise the plan knows where the arrays are: top-level arguments, the
    values of top-level dicts, Python numbers (traced scalars, ``hlodsl.scalars``),
-   and which arguments are static values. It gathers the leaves and the rest of
-   the signature key (dict keys, static values, the leaves' classes) with no walk
-   over the structure and no type dispatch per leaf.
+   which arguments are static values, and, for a nested argument (dicts of
+   dicts, lists, tuples, registered classes), a *walker* written for its
+   structure (``hlodsl.compilation.walkers``). It gathers the leaves and the
+   rest of the signature key (dict keys, static values, the leaves' classes)
+   with no general walk over the structure and no type dispatch per leaf.
 3. The leaves' device buffers go to PJRT's execute (``hlodsl.runtime``); the
    outputs come back as arrays of the classes the signature fixed.
 
-Arguments of any other structure (lists, namedtuples, attrs instances, dicts
-inside dicts, numpy arrays) take the general path: ``hlodsl.tree`` flattens
-them, and the signature is looked up by the whole structure.
+Arguments of any other structure (namedtuples, attrs instances, dicts of
+non-string keys, numpy arrays), or of another structure than the walker's,
+take the general path: ``hlodsl.tree`` flattens them, and the signature is
+looked up by the whole structure.
 
 >>> import numpy as np, hlodsl as hd
 >>> f = hd.compile(lambda p, x: p["w"] @ x + p["b"])
@@ -33,11 +36,12 @@ from __future__ import annotations
 from hlodsl.arrays.array import _TYPES as _ARRAY_CLASSES
 from hlodsl.arrays.array import ConsumedBuffer, array_class
 from .bindings import moved
+from .walkers import nested, rebuilder, walker
 from hlodsl.context import STATE
 from hlodsl.errors import DonatedArrayError, staging_error
 from hlodsl.ir.printer import module_text
 from hlodsl.runtime import Executable, compile_hlo, is_deleted
-from hlodsl.arrays.tree import LEAF, unflatten
+from hlodsl.arrays.tree import LEAF, children_of, unflatten
 
 __all__ = ["Entry", "DonatingEntry", "CallTable", "Layout", "run_entry", "any_sharded",
            "use_sharding", "forget"]
@@ -240,6 +244,9 @@ def _rebuilder(out_tree, classes: tuple):
             keys = out_tree[1]
             return lambda outs: dict(zip(keys, map(_wrap, classes, outs)))
         return lambda outs: kind(map(_wrap, classes, outs))
+    written = rebuilder(out_tree, classes)  # nested: code written for the structure
+    if written is not None:
+        return written
 
     def rebuild(outs):
         return unflatten(out_tree, map(_wrap, classes, outs))
@@ -250,8 +257,9 @@ def _rebuilder(out_tree, classes: tuple):
 # -- plans: where a call's arrays are, by the classes of its top-level arguments ----------
 
 #: Segment kinds of a ``Layout``: arrays at positions [i, j); the values of the dict at
-#: i; a static value at i (int, str, bool, None); a Python number at i (a traced scalar).
-ARRAYS, DICT, STATIC, NUMBER = 0, 1, 2, 3
+#: i; a static value at i (int, str, bool, None); a Python number at i (a traced scalar);
+#: a nested structure at i, gathered by the walker that is the segment's third item.
+ARRAYS, DICT, STATIC, NUMBER, TREE = 0, 1, 2, 3, 4
 _STATIC_TYPES = (int, str, bool, type(None))
 
 
@@ -271,9 +279,10 @@ class Layout:
         self.table: dict = {}
         self.segments = _segments(values, static)
 
-    def gather(self, values: tuple) -> tuple[list, tuple]:
+    def gather(self, values: tuple) -> tuple[list, tuple | None]:
         """``(leaves, key)``: the arrays of a call in ``hlodsl.tree``'s order, and what of
-        the signature the top-level classes do not say."""
+        the signature the top-level classes do not say (None: a nested argument is not
+        structured as its walker's)."""
         leaves: list = []
         parts: list = []
         for kind, i, j in self.segments:
@@ -283,6 +292,9 @@ class Layout:
                 d = values[i]
                 parts.append(tuple(d))
                 leaves += d.values()
+            elif kind is TREE:
+                if not j(values[i], leaves, parts):
+                    return leaves, None
             elif kind is STATIC:
                 parts.append(values[i])
             else:
@@ -301,6 +313,11 @@ def _segments(values: tuple, static: frozenset):
                 segments[-1] = (ARRAYS, segments[-1][1], i + 1)
             else:
                 segments.append((ARRAYS, i, i + 1))
+        elif nested(v):
+            walk = None if i in static else walker(v)
+            if walk is None:
+                return None
+            segments.append((TREE, i, walk))
         elif t is dict and all(type(k) is str for k in v):
             segments.append((DICT, i, i + 1))
         elif t in _STATIC_TYPES:
@@ -384,6 +401,8 @@ class CallTable:
             if plan.segments is None:
                 return
             mine, rest = plan.gather(values)
+            if rest is None or _keys_not_all_strings(signature[0]):
+                return  # another structure than the walkers': such calls take the general path
             if len(mine) != len(leaves) or not all(a is b for a, b in zip(mine, leaves)) or \
                     not all(type(k) is str for kind, i, _ in plan.segments if kind is DICT
                             for k in values[i]):
@@ -393,6 +412,17 @@ class CallTable:
                 return
             plan.table[rest] = cell
             entry.plans.append((plan.table, rest, plan))
+
+
+def _keys_not_all_strings(treedef) -> bool:
+    """Whether a dict in ``treedef`` has keys other than strings (its node has a fourth
+    item, the keys' ``static_key``s): keys such as ``1``, ``1.0`` and ``True`` are equal,
+    so a plan keyed by the keys themselves would take one for another."""
+    if type(treedef) is not tuple:
+        return False
+    if treedef[0] is dict and len(treedef) == 4:
+        return True
+    return any(_keys_not_all_strings(c) for c in children_of(treedef))
 
 
 def forget(plans: dict, entry) -> None:
