@@ -186,6 +186,7 @@ def _vmap_call(fn: _Fn, in_spec: _Spec, out_spec: _Spec, axis_size, args, kwargs
             example_types.append(ArrayType(x.dtype, x.shape[:ax] + x.shape[ax + 1:]))
     # Stage f once, on one example; arrays it captures are unbatched extra inputs.
     body = Body(name, tuple(example_types), tupled=False)
+    body.builder.keeps_composites = True  # composites with a batch rule of their own
 
     def one_example(*example):
         s_args, s_kwargs = unflatten(treedef, example)
