@@ -28,7 +28,7 @@ from .array import Array, Token
 from .pytrees import NODES, PYTREE
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
-           "block_until_ready", "children_of", "with_children", "PYTREE",
+           "block_until_ready", "children_of", "with_children", "PYTREE", "is_jax_array",
            "static_key", "leaf_paths", "compared_by_identity", "has_identity_static"]
 
 LEAF = "*"
@@ -204,7 +204,7 @@ def _flatten(x, leaves: list, traced: bool = False):
 
         leaves.append(array(x))
         return LEAF
-    if _is_jax_array(x):  # an array too (immutable, so adopted without a copy), not a static
+    if is_jax_array(x):  # an array too (immutable, so adopted without a copy), not a static
         from .array import array
 
         leaves.append(array(x))
@@ -225,7 +225,7 @@ def _flatten(x, leaves: list, traced: bool = False):
     return _Static(x)
 
 
-def _is_jax_array(x) -> bool:
+def is_jax_array(x) -> bool:
     """Whether ``x`` is a jax array (the runtime's device buffer type), without importing jax
     for values that cannot be one."""
     if type(x).__module__.split(".", 1)[0] not in ("jax", "jaxlib"):
