@@ -40,7 +40,8 @@ import threading
 
 import attrs
 
-from hlodsl.arrays.array import Array, array_class
+from hlodsl.arrays.array import Array, ConsumedBuffer, array_class
+from hlodsl.compilation.call import aliases
 from hlodsl.compilation.compiler import Compiled, _convert, any_sharded, build_entry
 from hlodsl.arrays.dtypes import element_type
 from hlodsl.errors import ExportError
@@ -216,7 +217,9 @@ class Exported:
     ``in_types``/``out_types`` are the arrays' types in flattening order,
     ``in_paths``/``out_paths`` their names (``params['w']``, ``out[1]``),
     ``in_shardings``/``out_shardings`` their layouts (None: one device),
-    ``donated`` the indices of donated arguments (none: hlodsl does not donate),
+    ``donated`` the indices (in ``in_types``) of the arrays whose buffers a call takes
+    over for its results (``donate_argnums`` of the ``hd.compile``d function exported:
+    after a call they read as donated, ``hd.DonatedArrayError``),
     ``versions`` the hlodsl, jax, jaxlib and StableHLO versions that wrote it.
     """
 
@@ -304,7 +307,16 @@ class Exported:
                                 "an exported program runs on arrays, not inside hd.compile or "
                                 "a transformation (its hlo_text() is the program to import "
                                 "for that)")
-        outs = self._executable().execute([a._buf for a in leaves])
+        bufs = [a._buf for a in leaves]
+        for j in self.donated:
+            if any(b is bufs[j] for k, b in enumerate(bufs) if k != j):
+                raise ValueError(f"{self.name} (exported): the donated argument "
+                                 f"{self.in_paths[j]} is also passed as another argument: a "
+                                 "buffer handed over to the results cannot be read by the "
+                                 "same call (pass a copy)")
+        outs = self._executable().execute(bufs)
+        for j in self.donated:  # their buffers are the results' now
+            leaves[j]._buf = ConsumedBuffer(f"{self.name} (exported)")
         return unflatten(self.out_tree, [Array._from_buffer(b, t)
                                          for b, t in zip(outs, self.out_types)])
 
@@ -480,7 +492,11 @@ def export(f, *args, **kwargs) -> Exported:
         if not isinstance(t, ArrayType):
             raise ExportError(f"export({name}): a program can only return arrays, not {t}")
     _tree_json(staged.out_tree, "result out", name)
-    text = module_text(staged.computation, name)
+    # Donated arguments (donate_argnums of a compiled f) stay donated: the module aliases
+    # them to results, as the compiled function's own executable does.
+    pairs = aliases(staged, f._donated_leaves(args, kwargs))[0] \
+        if isinstance(f, Compiled) and f.donates else ()
+    text = module_text(staged.computation, name, aliases=pairs)
     if "xla.sdy." in text:
         raise ExportError(f"export({name}): the program annotates shardings; programs over "
                           "several devices cannot be exported yet")
@@ -488,9 +504,12 @@ def export(f, *args, **kwargs) -> Exported:
     target = min(TARGET, current["stablehlo"], key=_version_tuple)
     artifact = portable_artifact(text, target)
     names = staged.computation.param_names
-    return Exported(name, in_tree, staged.in_types, names, staged.out_tree, staged.out_types,
-                    artifact, {"hlodsl": _hlodsl_version(), **current, "stablehlo": target},
-                    platform())
+    exported = Exported(name, in_tree, staged.in_types, names, staged.out_tree,
+                        staged.out_types, artifact,
+                        {"hlodsl": _hlodsl_version(), **current, "stablehlo": target},
+                        platform())
+    exported.donated = tuple(sorted(p for _, p in pairs))
+    return exported
 
 
 # -- deserialize ---------------------------------------------------------------------
@@ -548,8 +567,10 @@ def deserialize(data: bytes) -> Exported:
     if any(s is not None for s in meta["in_shardings"] + meta["out_shardings"]):
         raise ExportError("deserialize: the program is sharded over several devices, which "
                           "this hlodsl does not run from an export")
-    return Exported(meta["name"], in_tree, in_types, meta["in_paths"], out_tree, out_types,
-                    artifact, wrote, meta["platform"])
+    exported = Exported(meta["name"], in_tree, in_types, meta["in_paths"], out_tree,
+                        out_types, artifact, wrote, meta["platform"])
+    exported.donated = tuple(meta.get("donated", ()))
+    return exported
 
 
 def _metadata(data: bytes, length: int):
