@@ -142,10 +142,11 @@ def _unhashable(value) -> str:
                 "dataclasses.field(metadata=dict(static=True)) stay static), as "
                 "jax.tree_util.register_dataclass. To pass it as a static value, make it "
                 "hashable: @dataclasses.dataclass(frozen=True), holding no arrays")
+    hint = "" if type(value).__module__ == "builtins" else (
+        f" (to pass the arrays a {name} holds, register the class as a structure: "
+        f"hd.register_pytree_node({name}, flatten, unflatten))")
     return (f"a static (non-array) argument of type {name} must be hashable, since its "
-            f"value is part of the compile signature: {shown} (a class whose instances hold "
-            "arrays can be registered as a structure: hd.register_pytree_node(cls, "
-            "flatten, unflatten), or hd.register_dataclass(cls) for a dataclass)")
+            f"value is part of the compile signature: {shown}{hint}")
 
 
 def _aux(node, aux) -> _Static:

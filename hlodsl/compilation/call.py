@@ -270,14 +270,31 @@ class Layout:
     then keyword), or None when some argument has a structure only ``hlodsl.tree``
     walks: such calls take the general path. ``table`` maps the rest of the
     signature key (``gather``) to the cells ``[entry, used]`` of the compiled cache.
+    A nested argument's walker covers one structure: calls of others (with the same
+    top-level classes) find theirs among ``others``, layouts of their own.
     """
 
-    __slots__ = ("segments", "table", "key")
+    __slots__ = ("segments", "table", "key", "others", "primary")
 
-    def __init__(self, key, values: tuple, static: frozenset):
+    #: How many other structures of nested arguments one layout keeps plans for.
+    MAX_OTHERS = 8
+
+    def __init__(self, key, values: tuple, static: frozenset, primary: Layout | None = None):
         self.key = key
         self.table: dict = {}
         self.segments = _segments(values, static)
+        self.others: list[Layout] = []
+        self.primary = primary  # the layout this one is among the others of
+
+    def other(self, values: tuple) -> tuple[list, list | None]:
+        """``(leaves, cell)`` of a call whose nested arguments are not structured as
+        this layout's walkers', by the other layouts' (cell None: not found)."""
+        for layout in self.others:
+            leaves, rest = layout.gather(values)
+            cell = layout.table.get(rest)
+            if cell is not None:
+                return leaves, cell
+        return [], None
 
     def gather(self, values: tuple) -> tuple[list, tuple | None]:
         """``(leaves, key)``: the arrays of a call in ``hlodsl.tree``'s order, and what of
@@ -376,6 +393,8 @@ class CallTable:
         if plan is not None and plan.segments is not None:
             leaves, rest = plan.gather(values)
             cell = plan.table.get(rest)
+            if cell is None and plan.others:  # another structure of nested arguments
+                leaves, cell = plan.other(values)
             if cell is not None:
                 cell[1] = True
                 return cell[0].run(leaves)
@@ -400,18 +419,46 @@ class CallTable:
                 self._plans[key] = plan
             if plan.segments is None:
                 return
+            if _keys_not_all_strings(signature[0]):
+                return  # keys equal across types (1 == 1.0): calls take the general path
             mine, rest = plan.gather(values)
-            if rest is None or _keys_not_all_strings(signature[0]):
-                return  # another structure than the walkers': such calls take the general path
-            if len(mine) != len(leaves) or not all(a is b for a, b in zip(mine, leaves)) or \
-                    not all(type(k) is str for kind, i, _ in plan.segments if kind is DICT
-                            for k in values[i]):
-                # Not the arrays hlodsl.arrays.tree finds, or dict keys other than strings
-                # (1 == 1.0 == True as keys): this plan leaves such calls to the general path.
-                plan.segments = None
-                return
+            if rest is None or not _same(mine, leaves):
+                # Another structure (a nested argument the walkers were not written for, a
+                # dict of arrays now holding a structure): a layout of its own.
+                other = _other_layout(plan, values, leaves,
+                                      self._static_values(args, kwargs))
+                if other is None:
+                    if rest is not None:  # not the arrays hlodsl.arrays.tree finds (numpy
+                        plan.segments = None  # arrays, say): such calls take the general path
+                    return
+                plan = other
+                mine, rest = plan.gather(values)
             plan.table[rest] = cell
             entry.plans.append((plan.table, rest, plan))
+
+
+def _same(mine: list, leaves: list) -> bool:
+    return len(mine) == len(leaves) and all(a is b for a, b in zip(mine, leaves))
+
+
+def _other_layout(plan: Layout, values: tuple, leaves: list,
+                  static: frozenset) -> Layout | None:
+    """The layout among ``plan``'s others that gathers exactly ``leaves`` from ``values``,
+    made if there is room (None: there is not, or no layout covers the values)."""
+    for layout in plan.others:
+        mine, rest = layout.gather(values)
+        if rest is not None and _same(mine, leaves):
+            return layout
+    if len(plan.others) >= Layout.MAX_OTHERS:
+        return None
+    layout = Layout(plan.key, values, static, primary=plan)
+    if layout.segments is None:
+        return None
+    mine, rest = layout.gather(values)
+    if rest is None or not _same(mine, leaves):
+        return None
+    plan.others.append(layout)
+    return layout
 
 
 def _keys_not_all_strings(treedef) -> bool:
@@ -432,6 +479,11 @@ def forget(plans: dict, entry) -> None:
         cell = table.get(key)
         if cell is not None and type(cell) is list and cell[0] is entry:
             del table[key]
-        if layout is not None and not layout.table and plans.get(layout.key) is layout:
+        if layout is None or layout.table:
+            continue
+        if layout.primary is not None and layout in layout.primary.others:
+            layout.primary.others.remove(layout)
+            layout = layout.primary
+        if plans.get(layout.key) is layout and not layout.table and not layout.others:
             del plans[layout.key]
     entry.plans.clear()
