@@ -71,11 +71,23 @@ def walker(value):
         writer.node(value, "v", 1, 0)
     except (_Unsupported, RecursionError):
         return None
+    lines: list[str] = []
+    for checks, assigns in writer.levels:  # depth by depth: check the types, then unpack
+        if checks:
+            lines.append(f"if not ({' and '.join(checks)}): return False")
+        lines += assigns
+    if writer.parts:
+        lines.append(f"parts += ({', '.join(writer.parts)},)")
+    if writer.leaves:
+        lines.append(f"leaves += ({', '.join(writer.leaves)},)")
     source = ("def walk(v, leaves, parts):\n    try:\n"
-              + "".join(f"        {line}\n" for line in writer.lines)
+              + "".join(f"        {line}\n" for line in lines)
               + "    except (TypeError, ValueError):  # a container of another length\n"
               "        return False\n    return True\n")
-    return _define(source, "walk", writer.constants)
+    try:
+        return _define(source, "walk", writer.constants)
+    except (SyntaxError, RecursionError, MemoryError):  # past the parser's limits
+        return None
 
 
 def _define(source: str, name: str, constants: dict):
@@ -145,11 +157,14 @@ def rebuilder(out_tree, classes: tuple):
 
 
 class _Writer:
-    """Writes the lines of a walker, one container at a time."""
+    """Collects a walker's code: per depth, the type checks of the containers there and
+    the unpacking of their children; the expressions of the parts and of the leaves."""
 
     def __init__(self):
-        self.lines: list[str] = []
-        self.constants: dict = {"_sk": static_key, "_ts": None}
+        self.levels: list[tuple[list[str], list[str]]] = []
+        self.parts: list[str] = []
+        self.leaves: list[str] = []  # in hlodsl.tree's order (depth first)
+        self.constants: dict = {"_sk": static_key}
         self.names = 0
 
     def fresh(self) -> str:
@@ -163,24 +178,28 @@ class _Writer:
         self.constants[name] = value
         return name
 
-    def fail_unless(self, test: str) -> None:
-        self.lines.append(f"if not ({test}): return False")
-
-    def node(self, x, e: str, traced: int, depth: int) -> None:
-        """Lines that gather ``x``'s arrays, read from the expression ``e``."""
+    def at(self, depth: int) -> tuple[list[str], list[str]]:
+        """``(checks, assignments)`` of depth ``depth``."""
         if depth > _MAX_DEPTH:
             raise _Unsupported
+        while len(self.levels) <= depth:
+            self.levels.append(([], []))
+        return self.levels[depth]
+
+    def node(self, x, e: str, traced: int, depth: int) -> None:
+        """The code that gathers ``x``'s arrays, read from the expression ``e``."""
+        checks, assigns = self.at(depth)
         t = type(x)
         if t in _ARRAY_CLASSES:  # its class is keyed with the others: no check here
-            self.lines.append(f"leaves.append({e})")
+            self.leaves.append(e)
         elif t is dict:
             if not all(type(k) is str for k in x):
                 raise _Unsupported  # keys equal across types (1 == 1.0): the general path
-            self.fail_unless(f"type({e}) is dict")
-            self.lines.append(f"parts.append(tuple({e}))")
+            checks.append(f"type({e}) is dict")
+            self.parts.append(f"tuple({e})")  # the keys, in their order
             self.children(list(x.values()), f"{e}.values()", traced, depth)
         elif t is list or t is tuple:
-            self.fail_unless(f"type({e}) is {t.__name__} and len({e}) == {len(x)}")
+            checks.append(f"type({e}) is {t.__name__} and len({e}) == {len(x)}")
             self.children(list(x), e, traced, depth)
         elif t in NODES:
             self.registered(NODES[t], x, e, depth)
@@ -188,47 +207,47 @@ class _Writer:
             from hlodsl.arrays.scalars import traced_scalar
 
             self.constants["_ts"] = traced_scalar
-            self.fail_unless(f"type({e}) is {t.__name__}")
-            self.lines.append(f"leaves.append(_ts({e}))")
+            checks.append(f"type({e}) is {t.__name__}")
+            self.leaves.append(f"_ts({e})")
         elif t in _STATIC:
-            self.fail_unless(f"type({e}) is {t.__name__}")
-            self.lines.append(f"parts.append({e})")
+            checks.append(f"type({e}) is {t.__name__}")
+            self.parts.append(e)
         elif x is None:
-            self.fail_unless(f"{e} is None")
+            checks.append(f"{e} is None")
         else:
             raise _Unsupported
 
     def children(self, values: list, e: str, traced: int, depth: int) -> None:
+        """The children of a container at ``depth``, read from the iterable ``e``."""
         if all(type(v) in _ARRAY_CLASSES for v in values):
             if values:
-                self.lines.append(f"leaves += {e}")
+                self.leaves.append(f"*{e}")
             return
         names = [self.fresh() for _ in values]
         if names:
-            self.lines.append(f"{', '.join(names)}, = {e}")
+            self.at(depth)[1].append(f"{', '.join(names)}, = {e}")
         for v, name in zip(values, names):
             self.node(v, name, traced, depth + 1)
 
     def registered(self, node, x, e: str, depth: int) -> None:
-        cls = self.constant(node.cls)
-        self.fail_unless(f"type({e}) is {cls}")
+        checks, assigns = self.at(depth)
+        checks.append(f"type({e}) is {self.constant(node.cls)}")
         if node.fields is not None and all(f.isidentifier() and not iskeyword(f)
                                            for f in (*node.fields, *node.meta)):
             # A dataclass: its fields read as its flatten reads them, without the call.
-            children = [getattr(x, f) for f in node.fields]
             if node.meta:
-                aux = ", ".join(f"{e}.{f}" for f in node.meta)
-                self.lines.append(f"parts.append(_sk(({aux},)))")
-            names = [self.fresh() for _ in children]
-            for name, f in zip(names, node.fields):
-                self.lines.append(f"{name} = {e}.{f}")
-        else:
-            children, _ = node.flatten(x)
-            children = list(children)
-            flat, ch, aux = self.constant(node.flatten), self.fresh(), self.fresh()
-            self.lines.append(f"{ch}, {aux} = {flat}({e})")
-            self.lines.append(f"parts.append(_sk({aux}))")
-            names = [self.fresh() for _ in children]
-            self.lines.append(f"{', '.join(names)}, = {ch}" if names else f"() = tuple({ch})")
-        for v, name in zip(children, names):
-            self.node(v, name, 1, depth + 1)
+                self.parts.append(f"_sk(({', '.join(f'{e}.{f}' for f in node.meta)},))")
+            for f in node.fields:
+                v = getattr(x, f)
+                if type(v) in _ARRAY_CLASSES:
+                    self.leaves.append(f"{e}.{f}")
+                else:
+                    name = self.fresh()
+                    assigns.append(f"{name} = {e}.{f}")
+                    self.node(v, name, 1, depth + 1)
+            return
+        children, _ = node.flatten(x)
+        ch, aux = self.fresh(), self.fresh()
+        assigns.append(f"{ch}, {aux} = {self.constant(node.flatten)}({e})")
+        self.parts.append(f"_sk({aux})")
+        self.children(list(children), ch, 1, depth)
