@@ -519,7 +519,7 @@ def _cube_batched(op: _Cube, args: tuple, dims: tuple):
 def test_a_composites_own_batch_rule_is_what_vmap_uses():
     xs = np.float32([[1, 2], [3, -1], [0.5, 2]])
     want = xs ** 3 + 1
-    f = lambda x: _Cube()(x) + 1  # noqa: E731
+    f = lambda x: _Cube()(x) + 1
     for run in (hd.vmap(f), hd.compile(hd.vmap(f)), hd.vmap(hd.vmap(f))):
         before = len(_CUBE_RULE_CALLS)
         np.testing.assert_allclose(np.asarray(run(hd.array(xs))), want)

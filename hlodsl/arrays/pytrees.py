@@ -27,7 +27,8 @@ itself is a node (not its subclasses).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .array import Array, Token
 

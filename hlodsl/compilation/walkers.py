@@ -188,7 +188,7 @@ class _Writer:
 
     def node(self, x, e: str, traced: int, depth: int) -> None:
         """The code that gathers ``x``'s arrays, read from the expression ``e``."""
-        checks, assigns = self.at(depth)
+        checks = self.at(depth)[0]
         t = type(x)
         if t in _ARRAY_CLASSES:  # its class is keyed with the others: no check here
             self.leaves.append(e)
