@@ -117,20 +117,24 @@ def loss(lin, x):
 def test_derivatives_are_jaxs():
     lin, jlin = _tree(hd.array)["a"][0], _tree(jnp.asarray)["a"][0]
     x = _rand(3, seed=9)
-    value, grads = hd.value_and_grad(loss)(lin, hd.array(x))
+    # Compiled: one module each (eagerly, each op would compile its own).
+    value, grads = hd.compile(hd.value_and_grad(loss))(lin, hd.array(x))
     jvalue, jgrads = jax.value_and_grad(loss)(jlin, jnp.asarray(x))
     np.testing.assert_allclose(np.asarray(value), jvalue, rtol=1e-5)
     _same(grads, jgrads)
     tangent = Linear(hd.array(np.ones((3, 3), np.float32)), hd.array(np.ones(3, np.float32)),
                      "relu")
     jtangent = Linear(jnp.ones((3, 3), jnp.float32), jnp.ones(3, jnp.float32), "relu")
-    _, t = hd.jvp(lambda lin: lin.w @ lin.b, (lin,), (tangent,))
+    t = hd.compile(lambda p, t: hd.jvp(lambda lin: lin.w @ lin.b, (p,), (t,))[1])(lin, tangent)
     np.testing.assert_allclose(np.asarray(t), jax.jvp(lambda lin: lin.w @ lin.b, (jlin,),
                                                       (jtangent,))[1], rtol=1e-5)
-    _, pull = hd.vjp(lambda lin: Pair(lin.w.sum(), lin.b * 2), lin)
-    _, jpull = jax.vjp(lambda lin: Pair(lin.w.sum(), lin.b * 2), jlin)
-    (ct,) = pull(Pair(hd.array(np.float32(1)), hd.array(np.ones(3, np.float32))))
-    _same(ct, jpull(Pair(jnp.float32(1), jnp.ones(3, jnp.float32)))[0])
+
+    def pair(lin):
+        return Pair(lin.w.sum(), lin.b * 2)
+
+    ct = Pair(hd.array(np.float32(1)), hd.array(np.ones(3, np.float32)))
+    (got,) = hd.compile(lambda p, ct: hd.vjp(pair, p)[1](ct))(lin, ct)
+    _same(got, jax.vjp(pair, jlin)[1](Pair(jnp.float32(1), jnp.ones(3, jnp.float32)))[0])
 
 
 def test_vmap_axes_over_registered_nodes_are_jax_vmaps():
