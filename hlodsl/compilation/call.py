@@ -36,7 +36,7 @@ from __future__ import annotations
 from hlodsl.arrays.array import _TYPES as _ARRAY_CLASSES
 from hlodsl.arrays.array import ConsumedBuffer, array_class
 from .bindings import moved
-from .walkers import nested, rebuilder, walker
+from .walkers import ARRAYS, DICT, NUMBER, STATIC, TREE, gatherer, nested, rebuilder
 from hlodsl.context import STATE
 from hlodsl.errors import DonatedArrayError, staging_error
 from hlodsl.ir.printer import module_text
@@ -256,10 +256,6 @@ def _rebuilder(out_tree, classes: tuple):
 
 # -- plans: where a call's arrays are, by the classes of its top-level arguments ----------
 
-#: Segment kinds of a ``Layout``: arrays at positions [i, j); the values of the dict at
-#: i; a static value at i (int, str, bool, None); a Python number at i (a traced scalar);
-#: a nested structure at i, gathered by the walker that is the segment's third item.
-ARRAYS, DICT, STATIC, NUMBER, TREE = 0, 1, 2, 3, 4
 _STATIC_TYPES = (int, str, bool, type(None))
 
 
@@ -268,13 +264,16 @@ class Layout:
 
     ``segments`` is ``((kind, i, j), ...)`` over the top-level values (positional,
     then keyword), or None when some argument has a structure only ``hlodsl.tree``
-    walks: such calls take the general path. ``table`` maps the rest of the
-    signature key (``gather``) to the cells ``[entry, used]`` of the compiled cache.
-    A nested argument's walker covers one structure: calls of others (with the same
+    walks: such calls take the general path. ``gather(values) -> (leaves, key)`` is
+    code written for the segments (``hlodsl.compilation.walkers``): the arrays of a
+    call in ``hlodsl.tree``'s order, and what of the signature the top-level classes
+    do not say (None: a nested argument is not structured as the one it was written
+    for). ``table`` maps that key to the cells ``[entry, used]`` of the compiled
+    cache. Calls whose nested arguments have other structures (with the same
     top-level classes) find theirs among ``others``, layouts of their own.
     """
 
-    __slots__ = ("segments", "table", "key", "others", "primary")
+    __slots__ = ("segments", "gather", "table", "key", "others", "primary")
 
     #: How many other structures of nested arguments one layout keeps plans for.
     MAX_OTHERS = 8
@@ -282,7 +281,11 @@ class Layout:
     def __init__(self, key, values: tuple, static: frozenset, primary: Layout | None = None):
         self.key = key
         self.table: dict = {}
-        self.segments = _segments(values, static)
+        segments = _segments(values, static)
+        self.gather = None if segments is None else gatherer(segments)
+        # (a nested value's structure is in the code: the segments keep no value)
+        self.segments = None if self.gather is None else tuple(
+            (kind, i, None if kind is TREE else j) for kind, i, j in segments)
         self.others: list[Layout] = []
         self.primary = primary  # the layout this one is among the others of
 
@@ -296,30 +299,6 @@ class Layout:
                 return leaves, cell
         return [], None
 
-    def gather(self, values: tuple) -> tuple[list, tuple | None]:
-        """``(leaves, key)``: the arrays of a call in ``hlodsl.tree``'s order, and what of
-        the signature the top-level classes do not say (None: a nested argument is not
-        structured as its walker's)."""
-        leaves: list = []
-        parts: list = []
-        for kind, i, j in self.segments:
-            if kind is ARRAYS:
-                leaves += values[i:j]
-            elif kind is DICT:
-                d = values[i]
-                parts.append(tuple(d))
-                leaves += d.values()
-            elif kind is TREE:
-                if not j(values[i], leaves, parts):
-                    return leaves, None
-            elif kind is STATIC:
-                parts.append(values[i])
-            else:
-                from hlodsl.arrays.scalars import traced_scalar  # a Python number: its shared array
-
-                leaves.append(traced_scalar(values[i]))
-        return leaves, (*parts, *map(type, leaves))
-
 
 def _segments(values: tuple, static: frozenset):
     segments: list = []
@@ -331,10 +310,9 @@ def _segments(values: tuple, static: frozenset):
             else:
                 segments.append((ARRAYS, i, i + 1))
         elif nested(v):
-            walk = None if i in static else walker(v)
-            if walk is None:
+            if i in static:
                 return None
-            segments.append((TREE, i, walk))
+            segments.append((TREE, i, v))
         elif t is dict and all(type(k) is str for k in v):
             segments.append((DICT, i, i + 1))
         elif t in _STATIC_TYPES:

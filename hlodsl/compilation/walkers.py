@@ -1,37 +1,45 @@
-"""Walkers: a nested argument's arrays gathered by code made for its structure.
+"""Walkers: a call's arrays gathered by code written for the structure of its arguments.
 
 A compiled call whose argument is a nested structure (``{"layer0": {"w": W,
 "b": b}, ...}``, lists, tuples, registered classes) must find its arrays and
 the rest of its signature without ``hlodsl.tree``'s walk, which spends a
 Python call, a type dispatch and a treedef node per container. When a call
-with such an argument is first seen, ``walker(value)`` writes a function for
-that structure, straight-line code with no loop and no call per container:
+with such arguments is first seen, ``gatherer`` writes one function for the
+plan (``call.Layout``) of their structure: straight-line code, no loop, no
+call per container. For ``f(params, x)`` with ``params = {"layer0": {"w": W,
+"b": b}, ...}``:
 
-    def walk(v, leaves, parts):
-        if type(v) is not dict: return False
-        parts.append(tuple(v))              # the keys: part of the signature
-        c0, c1 = v.values()
-        if type(c0) is not dict: return False
-        parts.append(tuple(c0))
-        leaves += c0.values()               # all arrays here: their classes are keyed
-        ...
-        return True
+    def gather(values):
+        leaves = []
+        parts = []
+        try:
+            v0 = values[0]
+            if not (type(v0) is dict and tuple(v0) == K1): return leaves, None
+            c1, c2, ... = v0.values()
+            if not (type(c1) is dict and tuple(c1) == K2 and ...): return leaves, None
+            leaves += (*c1.values(), *c2.values(), ...)
+            leaves += values[1:2]
+        except (TypeError, ValueError):     # a container of another length
+            return leaves, None
+        return leaves, (*parts, *map(type, leaves))
 
-It appends the arrays to ``leaves`` in ``hlodsl.tree``'s order and, to
-``parts``, what else the signature holds (dict keys, static values, registered
-classes' aux data); it returns False where the value's structure is not the
-one it was written for (a call of another structure takes the general path).
-Together with the arrays' classes, ``parts`` determine the signature the
-general path finds, which is how ``call.Layout`` keys its compiled entries.
+It gathers the arrays in ``hlodsl.tree``'s order, with ``parts`` what else of
+the signature the structure does not fix (the keys of a top-level dict of
+arrays, static values, registered classes' aux data), and returns ``None`` in
+their place where a nested argument is not structured (container kinds,
+lengths, dict keys and their order) as the one it was written for: such calls
+find another plan, or take the general path. Together with the arrays'
+classes, the structure and ``parts`` determine the signature the general path
+finds, which is how ``call.Layout`` keys its compiled entries.
 
 >>> import numpy as np, hlodsl as hd
 >>> a = hd.array(np.float32([1, 2]))
 >>> walk = walker({"l0": {"w": a, "b": a}, "n": [a, 3]})
 >>> leaves, parts = [], []
 >>> walk({"l0": {"w": a, "b": a}, "n": [a, 4]}, leaves, parts), len(leaves), parts
-(True, 3, [('l0', 'n'), ('w', 'b'), 4])
->>> walk({"l0": [a, a], "n": [a, 4]}, [], [])     # another structure
-False
+(True, 3, [4])
+>>> walk({"l0": [a, a], "n": [a, 4]}, [], []), walk({"l0": {"b": a, "w": a}, "n": [a, 4]}, [], [])
+(False, False)
 """
 
 from __future__ import annotations
@@ -42,8 +50,13 @@ from hlodsl.arrays.array import _TYPES as _ARRAY_CLASSES
 from hlodsl.arrays.pytrees import NODES
 from hlodsl.arrays.tree import static_key
 
-__all__ = ["walker", "nested", "rebuilder"]
+__all__ = ["walker", "gatherer", "nested", "rebuilder", "ARRAYS", "DICT", "STATIC", "NUMBER",
+           "TREE"]
 
+#: Segment kinds of a plan (``call.Layout``): arrays at positions [i, j); the values of
+#: the dict of arrays at i; a static value at i (int, str, bool, None); a Python number
+#: at i (a traced scalar); a nested structure at i, structured as the segment's third item.
+ARRAYS, DICT, STATIC, NUMBER, TREE = 0, 1, 2, 3, 4
 #: Static values a walker keys by value after checking their type (which fixes it).
 _STATIC = (int, str, bool)
 #: How deep, and how many containers, a walker is written for (past that: the general path).
@@ -63,30 +76,56 @@ def nested(value) -> bool:
     return t is list or t is tuple or t in NODES
 
 
+def gatherer(segments: tuple):
+    """``gather(values) -> (leaves, parts and the leaves' classes, or None)`` written for
+    ``segments`` (``((kind, i, j), ...)``, a nested value in place of ``j`` for ``TREE``),
+    or None where a nested value holds something walkers do not cover."""
+    writer = _Writer()
+    lines: list[str] = []
+    for kind, i, j in segments:
+        if kind is ARRAYS:
+            lines.append(f"leaves += values[{i}:{j}]")
+        elif kind is DICT:
+            lines += [f"d{i} = values[{i}]", f"parts.append(tuple(d{i}))",
+                      f"leaves += d{i}.values()"]
+        elif kind is STATIC:
+            lines.append(f"parts.append(values[{i}])")
+        elif kind is NUMBER:
+            writer.traced_scalars()
+            lines.append(f"leaves.append(_ts(values[{i}]))")
+        else:
+            lines.append(f"v{i} = values[{i}]")
+            try:
+                lines += writer.tree(j, f"v{i}", "return leaves, None")
+            except (_Unsupported, RecursionError):
+                return None
+    source = ("def gather(values):\n    leaves = []\n    parts = []\n    try:\n"
+              + "".join(f"        {line}\n" for line in lines)
+              + "    except (TypeError, ValueError):  # a container of another length\n"
+              "        return leaves, None\n"
+              "    return leaves, (*parts, *map(type, leaves))\n")
+    try:
+        return _define(source, "gather", writer.constants)
+    except (SyntaxError, RecursionError, MemoryError):  # past the parser's limits
+        return None
+
+
 def walker(value):
-    """A function ``walk(v, leaves, parts) -> bool`` for values structured as ``value``,
-    or None where ``value`` holds something walkers do not cover."""
+    """A function ``walk(v, leaves, parts) -> bool`` for values structured as ``value``
+    (the code ``gatherer`` writes for one nested argument), or None where ``value``
+    holds something walkers do not cover."""
     writer = _Writer()
     try:
-        writer.node(value, "v", 1, 0)
+        lines = writer.tree(value, "v", "return False")
     except (_Unsupported, RecursionError):
         return None
-    lines: list[str] = []
-    for checks, assigns in writer.levels:  # depth by depth: check the types, then unpack
-        if checks:
-            lines.append(f"if not ({' and '.join(checks)}): return False")
-        lines += assigns
-    if writer.parts:
-        lines.append(f"parts += ({', '.join(writer.parts)},)")
-    if writer.leaves:
-        lines.append(f"leaves += ({', '.join(writer.leaves)},)")
     source = ("def walk(v, leaves, parts):\n    try:\n"
               + "".join(f"        {line}\n" for line in lines)
               + "    except (TypeError, ValueError):  # a container of another length\n"
               "        return False\n    return True\n")
     try:
         return _define(source, "walk", writer.constants)
-    except (SyntaxError, RecursionError, MemoryError):  # past the parser's limits
+    except (SyntaxError, RecursionError, MemoryError):
         return None
 
 
@@ -161,11 +200,31 @@ class _Writer:
     the unpacking of their children; the expressions of the parts and of the leaves."""
 
     def __init__(self):
+        self.constants: dict = {"_sk": static_key}
+        self.names = 0
+
+    def tree(self, value, e: str, fail: str) -> list[str]:
+        """The lines that gather ``value``'s arrays and parts from the expression ``e``,
+        running ``fail`` where the value there is structured otherwise."""
         self.levels: list[tuple[list[str], list[str]]] = []
         self.parts: list[str] = []
         self.leaves: list[str] = []  # in hlodsl.tree's order (depth first)
-        self.constants: dict = {"_sk": static_key}
-        self.names = 0
+        self.node(value, e, 1, 0)
+        lines: list[str] = []
+        for checks, assigns in self.levels:  # depth by depth: check the types, then unpack
+            if checks:
+                lines.append(f"if not ({' and '.join(checks)}): {fail}")
+            lines += assigns
+        if self.parts:
+            lines.append(f"parts += ({', '.join(self.parts)},)")
+        if self.leaves:
+            lines.append(f"leaves += ({', '.join(self.leaves)},)")
+        return lines
+
+    def traced_scalars(self) -> None:
+        from hlodsl.arrays.scalars import traced_scalar
+
+        self.constants["_ts"] = traced_scalar
 
     def fresh(self) -> str:
         self.names += 1
@@ -174,6 +233,12 @@ class _Writer:
         return f"c{self.names}"
 
     def constant(self, value) -> str:
+        """A global name of the written code for ``value`` (one per value: equal dict keys
+        of sibling layers are one constant)."""
+        for name, known in self.constants.items():
+            if known is value or (type(known) is tuple and type(value) is tuple
+                                  and known == value):
+                return name
         name = f"K{len(self.constants)}"
         self.constants[name] = value
         return name
@@ -195,8 +260,9 @@ class _Writer:
         elif t is dict:
             if not all(type(k) is str for k in x):
                 raise _Unsupported  # keys equal across types (1 == 1.0): the general path
-            checks.append(f"type({e}) is dict")
-            self.parts.append(f"tuple({e})")  # the keys, in their order
+            # The keys, in their order, are the ones written for (a dict of others:
+            # another plan), so they need no place in the key.
+            checks.append(f"type({e}) is dict and tuple({e}) == {self.constant(tuple(x))}")
             self.children(list(x.values()), f"{e}.values()", traced, depth)
         elif t is list or t is tuple:
             checks.append(f"type({e}) is {t.__name__} and len({e}) == {len(x)}")
@@ -204,9 +270,7 @@ class _Writer:
         elif t in NODES:
             self.registered(NODES[t], x, e, depth)
         elif (t is float or t is complex) and traced:  # a traced scalar (hlodsl.scalars)
-            from hlodsl.arrays.scalars import traced_scalar
-
-            self.constants["_ts"] = traced_scalar
+            self.traced_scalars()
             checks.append(f"type({e}) is {t.__name__}")
             self.leaves.append(f"_ts({e})")
         elif t in _STATIC:
