@@ -211,7 +211,16 @@ def alias(x: Array) -> Array:
     closes over the very array it is differentiated at treats the closure as a
     constant (and nested transformations never confuse their inputs).
     """
-    y = fresh(x)
+    builder = current_builder()
+    if (x._buf is not None and builder is not None and builder.capture is not None
+            and any(t.sees((x,)) for t in STATE.traces)):
+        # A concrete array that an outer derivative follows, taken by a transformation
+        # staged inside a body (jvp inside vmap, under grad: jacfwd): the body takes it
+        # as an input, so the outer derivative reaches it (a fresh object would be a
+        # constant there).
+        y = Array._from_node(builder.node_of(x))
+    else:
+        y = fresh(x)
     link(y, x)
     return y
 
