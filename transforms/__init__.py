@@ -14,6 +14,7 @@ from hlodsl.compilation import compiler as _compiler
 from .autodiff import grad, hessian, hvp, jvp, value_and_grad, vjp
 from .batching import vmap
 from .jacobians import jacfwd, jacrev
+from .remat import checkpoint, checkpoint_policies, remat
 from .control import cond, fori_loop, scan, switch, while_loop
 from .custom import custom_jvp, custom_vjp
 from .flow import StaleSourceWarning, convert
@@ -23,7 +24,8 @@ from .shard_map import shard_map  # noqa: E402
 from .hlo_import import HloImportError, import_hlo  # noqa: E402
 from .jax_bridge import from_jax  # noqa: E402
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacfwd", "jacrev", "custom_vjp",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacfwd", "jacrev", "remat",
+           "checkpoint", "checkpoint_policies", "custom_vjp",
            "custom_jvp", "cond", "switch", "while_loop", "fori_loop", "scan", "convert",
            "StaleSourceWarning", "vmap", "passes", "shard_map", "import_hlo", "from_jax",
            "HloImportError"]
