@@ -48,7 +48,7 @@ from . import dispatcher, dtypes, hlo_text, op, tree  # noqa: E402,F401
 # The layers above the core: hlodsl's public face gathers them.
 from . import ops  # noqa: E402,F401
 from .transforms import (  # noqa: E402,F401
-    StaleSourceWarning, checkpoint, checkpoint_policies, remat, cond, convert, custom_jvp, custom_vjp, fori_loop, grad, hessian, hvp,
+    StaleSourceWarning, associative_scan, checkpoint, checkpoint_policies, remat, cond, convert, custom_jvp, custom_vjp, fori_loop, grad, hessian, hvp,
     jacfwd, jacrev, jvp, scan, switch, value_and_grad, vjp, vmap, while_loop,
 )
 from . import transforms, stdlib  # noqa: E402,F401
