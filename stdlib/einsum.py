@@ -283,8 +283,9 @@ def einsum(subscripts: str, *operands, optimize="auto", precision=None,
         others = {lab for j, u in enumerate(terms) if j != k for lab in u}
         items.append(_prepare(x, t, sizes, others | set(out)))
     for step in path:
-        step = sorted(step, reverse=True)
-        picked = [items.pop(i) for i in step]
+        # Popped from the back (positions stay valid), contracted in the path's order:
+        # ("ij,jk->ik") is then one dot with no transpose after it.
+        picked = [items.pop(i) for i in sorted(step, reverse=True)][::-1]
         if len(picked) == 1:
             items.append(picked[0])
             continue

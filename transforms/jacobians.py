@@ -14,14 +14,14 @@ inside ``hd.compile`` or another transformation it stages where it is called.
 >>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
 >>> f = lambda x: xp.sin(x) * x[0]
 >>> x = hd.array(np.float32([0.0, 1.0]))
->>> hd.jacfwd(f)(x)
+>>> hd.jacfwd(f)(x)                  # row i: d f_i / d x
 hlodsl.Array[float32, (2, 2)](
-  [[0.       , 0.       ],
-   [0.841471 , 0.5403023]])
+  [[0.        , 0.        ],
+   [0.84147096, 0.        ]])
 >>> hd.jacrev(f)(x)
 hlodsl.Array[float32, (2, 2)](
-  [[0.       , 0.       ],
-   [0.841471 , 0.5403023]])
+  [[0.        , 0.        ],
+   [0.84147096, 0.        ]])
 """
 
 from __future__ import annotations

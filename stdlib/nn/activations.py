@@ -176,7 +176,7 @@ def logsumexp(x: Array, axis=None, b=None, keepdims: bool = False, return_sign: 
     >>> import numpy as np, hlodsl as hd
     >>> from hlodsl.stdlib import nn
     >>> nn.logsumexp(hd.array(np.float32([1000, 1000])))        # log(2) + 1000
-    hlodsl.Array[float32, ()](1000.6931)
+    hlodsl.Array[float32, ()](1000.6932)
     >>> nn.logsumexp(hd.array(np.float32([[0, -np.inf], [-np.inf, -np.inf]])), axis=1)
     hlodsl.Array[float32, (2,)]([   0., -inf])
     """
