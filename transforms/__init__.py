@@ -25,8 +25,8 @@ from .shard_map import shard_map  # noqa: E402
 from .hlo_import import HloImportError, import_hlo  # noqa: E402
 from .jax_bridge import from_jax  # noqa: E402
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacfwd", "jacrev", "remat", "associative_scan",
-           "checkpoint", "checkpoint_policies", "custom_vjp",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacfwd", "jacrev",
+           "remat", "checkpoint", "checkpoint_policies", "associative_scan", "custom_vjp",
            "custom_jvp", "cond", "switch", "while_loop", "fori_loop", "scan", "convert",
            "StaleSourceWarning", "vmap", "passes", "shard_map", "import_hlo", "from_jax",
            "HloImportError"]
