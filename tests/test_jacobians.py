@@ -73,8 +73,8 @@ def test_staged_and_under_grad(ours):
     staged = hd.compile(ours(g))(hd.array(X))
     np.testing.assert_allclose(np.asarray(staged), jax.jacfwd(g_jax)(X), rtol=1e-12)
     # A Jacobian inside a gradient: the vmap'ed jvp (or pullback) takes x as an input of
-    # its body, so the outer derivative reaches it.
-    got = hd.grad(lambda x: xp.sum(ours(g)(x) ** 2))(hd.array(X))
+    # its body, so the outer derivative reaches it (eagerly too: test_grad_of_jacfwd_eagerly).
+    got = hd.compile(hd.grad(lambda x: xp.sum(ours(g)(x) ** 2)))(hd.array(X))
     want = jax.grad(lambda x: jnp.sum(jax.jacfwd(g_jax)(x) ** 2))(X)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
 
@@ -96,3 +96,11 @@ def test_integer_arguments_and_results_are_refused_with_the_path():
         hd.jacrev(lambda x: (x, hd.array(np.int32(1))))(hd.array(X))
     with pytest.raises(NotImplementedError, match="holomorphic"):
         hd.jacfwd(lambda x: x, holomorphic=True)
+
+
+def test_grad_of_jacfwd_eagerly():
+    # Eager grad: x is a concrete array the tape follows; jvp inside vmap's body must
+    # take it as a body input (a fresh object there was a constant: the gradient was 0).
+    got = hd.grad(lambda x: xp.sum(hd.jacfwd(xp.sin)(x)))(hd.array(X[:2]))
+    want = jax.grad(lambda x: jnp.sum(jax.jacfwd(jnp.sin)(x)))(X[:2])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)

@@ -212,12 +212,13 @@ def alias(x: Array) -> Array:
     constant (and nested transformations never confuse their inputs).
     """
     builder = current_builder()
-    if (x._buf is not None and builder is not None and builder.capture is not None
+    if (builder is not None and builder.capture is not None
+            and (x._buf is not None or x._node.builder is not builder)
             and any(t.sees((x,)) for t in STATE.traces)):
-        # A concrete array that an outer derivative follows, taken by a transformation
-        # staged inside a body (jvp inside vmap, under grad: jacfwd): the body takes it
-        # as an input, so the outer derivative reaches it (a fresh object would be a
-        # constant there).
+        # An outside array that an outer derivative follows, taken by a transformation
+        # staged inside a body (jvp inside vmap, under grad: jacfwd): the body captures
+        # x itself as an input, so the outer derivative reaches it (a fresh object would
+        # be a constant there, or a capture no outer trace knows).
         y = Array._from_node(builder.node_of(x))
     else:
         y = fresh(x)

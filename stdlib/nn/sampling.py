@@ -26,7 +26,7 @@ from hlodsl.arrays.dtypes import Floating, Integer, float32, int64, uint64
 
 from ..manipulation import as_dtype, fail, normalize_axis
 from ..promotion import lift
-from .random import _check_key, _unit_uniform, random_bits
+from .random import _check_key, _compiled, _unit_uniform, random_bits
 from ._args import static_shape
 
 __all__ = ["randint", "permutation", "categorical", "choice", "gumbel"]
@@ -55,7 +55,16 @@ def randint(k: Array, shape, minval, maxval, dtype=int64):
     dtype = as_dtype(dtype, "randint")
     if not issubclass(dtype, Integer):
         raise fail(TypeError, f"randint: dtype must be an integer type, got {dtype.__name__}")
-    lo, hi = (_bound(v, shape, name) for v, name in ((minval, "minval"), (maxval, "maxval")))
+    lo, hi = (_bound(v, name) for v, name in ((minval, "minval"), (maxval, "maxval")))
+    return _randint(k, shape, lo, hi, dtype)
+
+
+@_compiled
+def _randint(k, shape, lo, hi, dtype):
+    from ..broadcasting import broadcast_to
+
+    lo = broadcast_to(ops.Convert(int64)(lo), shape)
+    hi = broadcast_to(ops.Convert(int64)(hi), shape)
     span = ops.Subtract()(hi, lo)
     ok = ops.Compare("GT")(hi, lo)
     one = ops.Broadcast(shape)(lift(1, int64))
@@ -64,9 +73,7 @@ def randint(k: Array, shape, minval, maxval, dtype=int64):
     return ops.Convert(dtype)(ops.Add()(lo, ops.Convert(int64)(offset)))
 
 
-def _bound(v, shape, name: str) -> Array:
-    from ..broadcasting import broadcast_to
-
+def _bound(v, name: str) -> Array:
     if not isinstance(v, Array):
         try:
             v = array(np.int64(operator.index(v)) if not isinstance(v, np.ndarray) else v)
@@ -76,7 +83,7 @@ def _bound(v, shape, name: str) -> Array:
     if not issubclass(v.dtype, Integer):
         raise fail(TypeError, f"randint: {name} must be an integer or an integer array, got "
                               f"{v.type}")
-    return broadcast_to(ops.Convert(int64)(v), shape)
+    return v
 
 
 def permutation(k: Array, x, axis: int = 0, independent: bool = False):
@@ -92,9 +99,6 @@ def permutation(k: Array, x, axis: int = 0, independent: bool = False):
     >>> sorted(np.asarray(nn.permutation(nn.key(0), x)).tolist())
     [[0, 1], [2, 3], [4, 5]]
     """
-    from ..indexing import take, take_along_axis
-    from ..searching import argsort
-
     _check_key(k, "permutation")
     if not isinstance(x, (Array, np.ndarray)):
         try:
@@ -104,12 +108,26 @@ def permutation(k: Array, x, axis: int = 0, independent: bool = False):
                                   f"{type(x).__name__} {x!r}") from None
         if n < 0:
             raise fail(ValueError, f"permutation: x must be >= 0, got {n}")
-        return argsort(random_bits(k, (n,), uint64))
+        return _permutation_n(k, n)
     x = _array(x)
     if x.ndim == 0:
         raise fail(ValueError, f"permutation: x must be an int or an array of rank >= 1, got "
                                f"{x.type}")
-    axis = normalize_axis(axis, x.ndim, "permutation")
+    return _permutation(k, x, normalize_axis(axis, x.ndim, "permutation"), bool(independent))
+
+
+@_compiled
+def _permutation_n(k, n):
+    from ..searching import argsort
+
+    return argsort(random_bits(k, (n,), uint64))
+
+
+@_compiled
+def _permutation(k, x, axis, independent):
+    from ..indexing import take, take_along_axis
+    from ..searching import argsort
+
     if independent:
         order = argsort(random_bits(k, x.shape, uint64), axis=axis)
         return take_along_axis(x, order, axis=axis)
@@ -151,8 +169,6 @@ def categorical(k: Array, logits, axis: int = -1, shape=None):
     >>> nn.categorical(nn.key(0), logits, shape=(4,))
     hlodsl.Array[int64, (4,)]([1, 1, 1, 1])
     """
-    from ..searching import argmax
-
     _check_key(k, "categorical")
     logits = _array(logits)
     if not issubclass(logits.dtype, Floating) or logits.ndim == 0:
@@ -164,7 +180,13 @@ def categorical(k: Array, logits, axis: int = -1, shape=None):
     if shape[len(shape) - len(batch):] != batch or len(shape) < len(batch):
         raise fail(ValueError, f"categorical: shape {shape} must end with the logits' batch "
                                f"shape {batch} (logits {logits.shape} without axis {axis})")
-    prefix = shape[:len(shape) - len(batch)]
+    return _categorical(k, logits, axis, shape[:len(shape) - len(batch)])
+
+
+@_compiled
+def _categorical(k, logits, axis, prefix):
+    from ..searching import argmax
+
     full = prefix + logits.shape
     noise = _gumbel(k, full, logits.dtype)
     spread = ops.Broadcast(full, tuple(range(len(prefix), len(full))))(logits)
@@ -185,10 +207,6 @@ def choice(k: Array, a, shape=(), replace: bool = True, p=None, axis: int = 0):
     >>> sorted(d.tolist())
     [0, 1, 2, 3, 4]
     """
-    from ..indexing import take
-    from ..searching import argsort, searchsorted
-    from ..statistics import cumulative_sum
-
     _check_key(k, "choice")
     shape = static_shape(shape, "choice")
     if isinstance(a, (Array, np.ndarray)):
@@ -216,6 +234,16 @@ def choice(k: Array, a, shape=(), replace: bool = True, p=None, axis: int = 0):
         if p.shape != (n,) or not issubclass(p.dtype, Floating):
             raise fail(ValueError, f"choice: p must be a floating-point vector of the {n} "
                                    f"probabilities, got {p.type}")
+    return _choice(k, a, n, shape, bool(replace), p, axis)
+
+
+@_compiled
+def _choice(k, a, n, shape, replace, p, axis):
+    from ..indexing import take
+    from ..searching import argsort, searchsorted
+    from ..statistics import cumulative_sum
+
+    draws = int(np.prod(shape, dtype=np.int64))
     if replace and p is None:
         idx = randint(k, (draws,), 0, n)
     elif replace:
@@ -227,7 +255,7 @@ def choice(k: Array, a, shape=(), replace: bool = True, p=None, axis: int = 0):
         idx = searchsorted(cdf, u, side="right")
         idx = ops.Minimum()(idx, ops.Broadcast((draws,))(lift(n - 1, idx.dtype)))
     elif p is None:
-        idx = ops.Slice((0,), (draws,))(permutation(k, n))
+        idx = ops.Slice((0,), (draws,))(_permutation_n(k, n))
     else:
         score = ops.Add()(_gumbel(k, (n,), p.dtype), ops.Log()(p))
         idx = ops.Slice((0,), (draws,))(argsort(score, descending=True))
