@@ -48,8 +48,9 @@ from . import dispatcher, dtypes, hlo_text, op, tree  # noqa: E402,F401
 # The layers above the core: hlodsl's public face gathers them.
 from . import ops  # noqa: E402,F401
 from .transforms import (  # noqa: E402,F401
-    StaleSourceWarning, cond, convert, custom_jvp, custom_vjp, fori_loop, grad, hessian, hvp,
-    jvp, scan, switch, value_and_grad, vjp, vmap, while_loop,
+    StaleSourceWarning, cond, convert, custom_jvp, custom_vjp, debug_print, fori_loop, grad,
+    hessian, hvp, io_callback, jvp, pure_callback, scan, switch, value_and_grad, vjp, vmap,
+    while_loop,
 )
 from . import transforms, stdlib  # noqa: E402,F401
 from .transforms import passes  # noqa: E402,F401

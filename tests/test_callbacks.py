@@ -15,6 +15,7 @@ running it needs a GPU), and the errors.
 from __future__ import annotations
 
 import gc
+import re
 import weakref
 from functools import partial
 
@@ -28,6 +29,7 @@ from hypothesis.extra import numpy as hnp
 
 import hlodsl as hd
 from hlodsl.cache import clear_all
+from hlodsl.introspect.hlo_text import parse_module
 from hlodsl.ir.printer import module_text
 from hlodsl.ir.staging import stage
 from hlodsl.runtime import callback_target
@@ -79,6 +81,73 @@ def test_ordered_prints_come_in_program_order(capsys):
     f(hd.array(np.int32(20)))
     want = [f"{k} {10 + k}" for k in range(8)] + [f"{k} {20 + k}" for k in range(8)]
     assert lines(capsys) == want
+
+
+# XLA:CPU happens to run independent calls in text order in small programs, so the order
+# seen above does not prove the dependence that guarantees it: these read it in the text.
+
+
+def _token_source(comp, name: str) -> str:
+    """The instruction that made the token ``name`` passes on (through tuples)."""
+    insts = {i.name: i for i in comp.instructions}
+    inst = insts[name]
+    while inst.opcode == "get-tuple-element":
+        source = insts[inst.operands[0]]
+        if source.opcode != "tuple":
+            return source.name
+        inst = insts[source.operands[int(re.search(r"index=(\d+)", inst.attributes)[1])]]
+    return inst.name
+
+
+def _callbacks(comp) -> list:
+    return [i for i in comp.instructions if "hlodsl_host_callback" in i.attributes]
+
+
+def test_each_ordered_call_takes_the_token_of_the_one_before():
+    def f(x):
+        for k in range(4):
+            hd.debug_print("{}", x + k, ordered=True)
+        hd.debug_print("unordered {}", x)
+        return x
+
+    entry = parse_module(str(hd.code_hlo(f, hd.array(F(1))))).entry
+    calls = _callbacks(entry)
+    sources = [_token_source(entry, c.operands[0]) for c in calls[:4]]
+    assert [entry.shapes()[s] for s in sources[:1]] == ["token[]"]  # a fresh after-all
+    assert sources[1:] == [c.name for c in calls[:3]]
+    assert calls[4].type == "()" and calls[4].operands[0] not in sources  # no token
+
+
+def test_a_loop_carries_the_token_from_before_it_to_after_it():
+    f = _scan_program(hd.debug_print, hd.scan)
+    module = parse_module(str(hd.code_hlo(f, hd.array(np.int32([1, 2])))))
+    entry = module.entry
+    start, end = _callbacks(entry)
+    loop = next(i for i in entry.instructions if i.opcode == "while")
+    state = {i.name: i for i in entry.instructions}[loop.operands[0]]
+    assert start.name in [_token_source(entry, o) for o in state.operands]
+    assert _token_source(entry, end.operands[0]) == loop.name
+    step = module.by_name()[dict(loop.called())["body"]]
+    (call,) = _callbacks(step)
+    assert entry.shapes()[start.name].startswith("(token[]")
+    root = next(i for i in step.instructions if i.root)
+    assert call.name in [_token_source(step, o) for o in root.operands]  # passed on
+
+
+def test_a_branch_and_vmap_hand_their_token_on():
+    def f(p, xs):
+        hd.cond(p, lambda: hd.debug_print("t", ordered=True), lambda: None)
+        hd.debug_print("between", ordered=True)
+        hd.vmap(lambda x: hd.debug_print("{}", x, ordered=True))(xs)
+        hd.debug_print("last", ordered=True)
+        return xs
+
+    entry = parse_module(str(hd.code_hlo(f, hd.array(True), hd.array(F([1, 2]))))).entry
+    between, per_example, last = _callbacks(entry)
+    branch = next(i for i in entry.instructions if i.opcode == "conditional")
+    assert _token_source(entry, between.operands[0]) == branch.name
+    assert _token_source(entry, per_example.operands[0]) == between.name
+    assert _token_source(entry, last.operands[0]) == per_example.name
 
 
 def _scan_program(debug_print, lax_scan, ordered=True):
