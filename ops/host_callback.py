@@ -124,12 +124,14 @@ class HostCallback(HloOp, opcode="host-callback"):
         return tuple(_result(name, i, v, t) for i, (v, t) in enumerate(zip(out, self.out_types)))
 
     def _eager(self, args) -> tuple:
+        if self.ordered:
+            raise TypeError(f"{self!r} takes a token first, and tokens exist only inside "
+                            "staged programs: call it inside a function given to hd.compile")
         for i, a in enumerate(args):
             if not isinstance(a, Array):
-                raise TypeError(f"{self!r}: operand {i} is a {type(a).__name__}, not an hlodsl "
-                                "Array" + (" (tokens exist only inside staged programs)"
-                                           if self.ordered else ""))
-        return tuple(array(v) for v in self.run(*(np.asarray(a) for a in args)))
+                raise TypeError(f"{self!r}: operand {i} is a {type(a).__name__}, not an "
+                                "hlodsl Array")
+        return tuple(array(v) for v in self.results(self.callback(*map(np.asarray, args))))
 
 
 def _result(name: str, i: int, value, t: ArrayType) -> np.ndarray:

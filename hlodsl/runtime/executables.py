@@ -6,6 +6,7 @@ tracing, ``jit``, ``lax`` or ``numpy`` implements any part of hlodsl. Every
 call that reaches a private jax/jaxlib name goes through hlodsl.jaxlib_compat,
 which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
 
+>>> from hlodsl.runtime import to_host
 >>> exe = compile_hlo('''HloModule m
 ... ENTRY e {
 ...   ROOT c = f32[2] constant({1, 2})
