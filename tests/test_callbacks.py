@@ -59,6 +59,15 @@ def test_debug_print_eagerly_prints_at_once(capsys):
     assert lines(capsys) == ["x=[1. 2.] n=3"]
 
 
+def test_debug_print_formats_as_str_format_does(capsys):
+    x = hd.array(F([1.25, 2]))
+    f = hd.compile(lambda x, k: hd.debug_print("{x.shape} {x[0]:.1f} {0} {k}", 3, x=x, k=k))
+    assert f(x, "static") is None  # a program may return nothing when it prints
+    assert lines(capsys) == ["(2,) 1.2 3 static"]
+    with pytest.raises(IndexError, match=r"debug_print: '\{\} \{\}' does not fit"):
+        hd.debug_print("{} {}", x)
+
+
 def test_debug_print_inside_compile_prints_at_every_call(capsys):
     @hd.compile
     def f(x):

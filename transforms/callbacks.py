@@ -180,8 +180,17 @@ class _Format:
 
 
 class _Placeholder:
+    """Stands for an array when the pattern is checked: ``{x.shape}``, ``{x[0]}`` and any
+    format spec pass here (the array itself answers them when the program runs)."""
+
     def __format__(self, spec: str) -> str:
         return ""
+
+    def __getattr__(self, name: str):
+        return self
+
+    def __getitem__(self, key):
+        return self
 
 
 # -- staging the op --------------------------------------------------------------------
