@@ -20,7 +20,6 @@ import weakref
 from functools import partial
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -180,7 +179,7 @@ def test_scan_body_prints_once_per_step_in_order_as_jax(capsys):
     assert want[0] == "start" and len(want) == 6
     f = _scan_program(hd.debug_print, hd.scan)
     for run in (f, hd.compile(f)):
-        c, ys = run(hd.array(xs))
+        _, ys = run(hd.array(xs))
         assert lines(capsys) == want
         np.testing.assert_array_equal(np.asarray(ys), [0, 2, 9, 24])
 
@@ -426,7 +425,7 @@ def test_the_compiled_program_does_not_keep_the_function_alive():
 
     host = Host()
     alive = weakref.ref(host)
-    f = hd.compile(lambda x: hd.pure_callback(host, x, x))
+    f = hd.compile(lambda x, host=host: hd.pure_callback(host, x, x))
     np.testing.assert_allclose(np.asarray(f(hd.array(F([0])))), [1.0])
     del host
     gc.collect()

@@ -123,10 +123,9 @@ def debug_print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> N
     leaves, tree = flatten((args, kwargs))
     _Format(fmt, tree).check(len(leaves))
     if STATE.recomputing:  # printed when the forward pass ran
-        return None
+        return
     _stage(_Format(fmt, tree), (), leaves, ordered=bool(ordered), side_effect=True,
            vmap_method="sequential")
-    return None
 
 
 # -- the flat function the op calls ------------------------------------------------------

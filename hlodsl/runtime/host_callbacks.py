@@ -52,7 +52,7 @@ class Recorded:
     def __call__(self, *args):
         try:
             return self.fn(*args)
-        except BaseException as e:  # noqa: BLE001 (re-raised by the program's caller)
+        except BaseException as e:  # re-raised by the call that ran the program
             self.failures.append((threading.get_ident(), self.name, e))
             raise
 
