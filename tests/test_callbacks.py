@@ -448,6 +448,16 @@ def test_eager_loops_with_different_callbacks_do_not_share_a_program():
     np.testing.assert_array_equal(np.asarray(outs[1]), [1, 4])
 
 
+def test_a_program_calling_python_is_not_stored_in_the_persistent_cache(tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setenv("HLODSL_CACHE_DIR", str(tmp_path))
+    x = hd.array(F([1, 2]))
+    hd.compile(lambda v: hd.pure_callback(np.negative, v, v) * 3)(x)
+    assert not list(tmp_path.rglob("*.*"))  # a later process would have no function to call
+    hd.compile(lambda v: -v * 3)(x)
+    assert list(tmp_path.rglob("*.*"))  # the cache is on: other programs are stored
+
+
 def test_a_program_calling_python_cannot_be_exported():
     with pytest.raises(hd.ExportError, match=r"calls Python.*debug_print\('\{\}'\)"):
         hd.export(lambda x: (hd.debug_print("{}", x), x)[1], hd.array(F([1])))
