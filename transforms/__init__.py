@@ -13,7 +13,10 @@ handed what it needs (``hlodsl.ir.rules.transformations``, the conversion step o
 from hlodsl.compilation import compiler as _compiler
 
 from .autodiff import grad, hessian, hvp, jvp, value_and_grad, vjp
+from .associative_scan import associative_scan
 from .batching import vmap
+from .jacobians import jacfwd, jacrev
+from .remat import checkpoint, checkpoint_policies, remat
 from .control import cond, fori_loop, scan, switch, while_loop
 from .custom import custom_jvp, custom_vjp
 from .callbacks import debug_print, io_callback, pure_callback
@@ -24,7 +27,8 @@ from .shard_map import shard_map  # noqa: E402
 from .hlo_import import HloImportError, import_hlo  # noqa: E402
 from .jax_bridge import from_jax  # noqa: E402
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "custom_vjp",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacfwd", "jacrev",
+           "remat", "checkpoint", "checkpoint_policies", "associative_scan", "custom_vjp",
            "custom_jvp", "cond", "switch", "while_loop", "fori_loop", "scan", "convert",
            "StaleSourceWarning", "vmap", "passes", "shard_map", "import_hlo", "from_jax",
            "HloImportError", "debug_print", "io_callback", "pure_callback"]
