@@ -74,6 +74,8 @@ class HostCallback(HloOp, opcode="host-callback"):
         return not self.has_side_effect
 
     def __call__(self, *args):
+        if STATE.recomputing and self.has_side_effect and not self.out_types:
+            return tuple(args[:1]) if self.ordered else ()  # it ran in the forward pass
         # Eager: run it here and now; under an eager derivative too, unless it has results
         # (then it is recorded, as a compiled one-op module, for its rule to refuse).
         if not STATE.builders and (not STATE.traces or not self.out_types):

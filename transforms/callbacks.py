@@ -101,7 +101,7 @@ def debug_print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> N
 
     As ``jax.debug.print``: in a loop body it prints at every step; under ``vmap``
     once per example; under ``grad`` the values of the forward pass, once (not
-    again when the backward pass of a ``scan`` re-runs the step). ``ordered=True``
+    again when the backward pass of a ``scan`` or of ``hd.remat`` re-runs the code). ``ordered=True``
     prints in program order among the other ordered prints and io_callbacks;
     unordered prints of one program may come out in any order.
 
@@ -216,7 +216,9 @@ def _stage(fn, types: tuple, leaves: list, ordered: bool, side_effect: bool, vma
             raise error(TypeError, f"{callable_name(fn)}: arguments are arrays and "
                                    f"structures of them, got a {type(x).__name__}")
     builder = STATE.builders[-1] if STATE.builders else None
-    ordered = ordered and builder is not None  # eagerly, calls run in order anyway
+    # Eagerly, calls run in order anyway; so do those of a body staged to be replayed
+    # eagerly (remat's, under an eager grad), which has no program around it to order.
+    ordered = ordered and builder is not None and STATE.builders[0].capture is None
     op = HostCallback(fn, types, ordered=ordered, has_side_effect=side_effect,
                       vmap_method=vmap_method)
     if not ordered:
