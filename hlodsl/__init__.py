@@ -49,8 +49,8 @@ from . import dispatcher, dtypes, hlo_text, op, tree  # noqa: E402,F401
 from . import ops  # noqa: E402,F401
 from .transforms import (  # noqa: E402,F401
     StaleSourceWarning, associative_scan, checkpoint, checkpoint_policies, cond, convert,
-    custom_jvp, custom_vjp, fori_loop, grad, hessian, hvp, jacfwd, jacrev, jvp, remat, scan,
-    switch, value_and_grad, vjp, vmap, while_loop,
+    custom_jvp, custom_vjp, debug_print, fori_loop, grad, hessian, hvp, io_callback, jacfwd,
+    jacrev, jvp, pure_callback, remat, scan, switch, value_and_grad, vjp, vmap, while_loop,
 )
 from . import transforms, stdlib  # noqa: E402,F401
 from .transforms import passes  # noqa: E402,F401

@@ -45,7 +45,7 @@ from hlodsl.ir.graph import current_builder
 from hlodsl.ir.interpret import apply_node, evaluate
 from hlodsl.arrays.tree import flatten, unflatten
 
-from .body import Body
+from .body import Body, ordered_token
 from .flow import convert
 from .structures import error, flatten_lifting, name_of
 from .traces import Paused, Tape, alias, differentiable, fresh
@@ -140,13 +140,23 @@ def _remat_call(f, name, saveable, prevent_cse, args, kwargs):
         if not isinstance(x, Array):
             raise error(TypeError, f"remat of {name}: f returned a {type(x).__name__}; it must "
                                    "return arrays (or structures of them)")
-    comp = body.finish(out_leaves, force_tuple=True)
-    inputs = [*leaves, *body.captured]
     builder = current_builder()
+    # An ordered effect in f (hd.debug_print): the step takes the program's token and
+    # hands its last one on, as the control-flow combinators do.
+    token = ordered_token(builder) if body.threads_token else None
+    comp = body.finish(out_leaves if token is None else [*out_leaves, body.last_token(token)],
+                       force_tuple=True)
+    inputs = [*leaves, *body.captured]
+
+    def results(outs):
+        if token is not None:
+            builder.token = outs[-1]._node
+        return unflatten(out_tree, outs[:len(out_leaves)])
+
     tapes = [t for t in STATE.traces if isinstance(t, Tape) and t.active
              and t.builder is builder and t.sees(inputs)]
     if not tapes:
-        return unflatten(out_tree, list(evaluate(comp, inputs, apply_node)))
+        return results(list(evaluate(comp, inputs, apply_node)))
     saved: dict[int, object] = {}
 
     def forward(node, values):
@@ -164,8 +174,8 @@ def _remat_call(f, name, saveable, prevent_cse, args, kwargs):
                           list(ct), prevent_cse)
 
     for t in tapes:
-        t.record(rule, tuple(inputs), tuple(outs))
-    return unflatten(out_tree, outs)
+        t.record(rule, tuple(inputs), tuple(outs[:len(out_leaves)]))
+    return results(outs)
 
 
 def _saveable(saveable, node) -> bool:
@@ -210,13 +220,17 @@ def _recompute(comp, inputs, saved_nodes, saved_values, cts, prevent_cse):
         return backward(xs, kept, cts)
     pred = ops.Compare("EQ")(first, first)
     shapes = [x for x in xs]
+    arrays = [i for i, x in enumerate(xs) if isinstance(x, Array)]  # not a token f took
 
     def branch(xs, kept, cts):
         out = backward(list(xs), list(kept), list(cts))
-        return tuple(o if o is not None else _zeros(x) for o, x in zip(out, shapes))
+        return tuple(out[i] if out[i] is not None else _zeros(shapes[i]) for i in arrays)
 
     got = cond(pred, branch, branch, tuple(xs), tuple(kept), tuple(cts))
-    return [g if differentiable(x) else None for g, x in zip(got, xs)]
+    result = [None] * len(xs)
+    for i, g in zip(arrays, got):
+        result[i] = g if differentiable(xs[i]) else None
+    return result
 
 
 def _zeros(x):
@@ -242,6 +256,10 @@ def _backward(comp, xs, reuse, cts):
                 tape.record_op(node.op, tuple(values), out)
             return out
 
-        outs = list(evaluate(comp, xs, again))
+        again_, STATE.recomputing = STATE.recomputing, True  # f's prints ran forward
+        try:
+            outs = list(evaluate(comp, xs, again))
+        finally:
+            STATE.recomputing = again_
     acc = tape.backward(outs, cts)
     return [acc.get(id(x)) if differentiable(x) else None for x in xs]
