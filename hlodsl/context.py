@@ -35,6 +35,9 @@ class _State(threading.local):
         #: the instruction being replayed, which stands for the user's line in errors
         #: and in the metadata of the nodes the replay makes.
         self.location = None
+        #: While a derivative runs forward code again (the backward pass of ``scan`` or
+        #: ``remat``): its side effects (``hd.debug_print``) happened in the forward pass.
+        self.recomputing = False
 
 
 STATE = _State()

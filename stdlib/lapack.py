@@ -93,7 +93,7 @@ def available() -> bool:
                                f"{', '.join(map(repr, LINALG_KERNELS))}, got {kernels!r}")
     if kernels == "hlo":
         return False
-    usable = runtime.lapack_kernels()
+    usable = runtime.lapack_kernels(runtime.platform())
     if kernels == "lapack" and not usable:
         raise fail(NotImplementedError, "hlodsl.config.linalg_kernels = 'lapack', but jaxlib's "
                                         "LAPACK kernels exist only on the CPU backend (of a "

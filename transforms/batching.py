@@ -38,7 +38,7 @@ from typing import Any, Callable
 import attrs
 
 from hlodsl.arrays.array import Array
-from hlodsl.ir.graph import Computation
+from hlodsl.ir.graph import Computation, current_builder
 from hlodsl.ir.interpret import evaluate
 from hlodsl.ops import Broadcast, Transpose
 from hlodsl.ir.rules import batch_rule, transformations
@@ -47,7 +47,7 @@ from hlodsl.arrays.pytrees import node_of
 from hlodsl.arrays.tree import LEAF, PYTREE, _Static, children_of, flatten, unflatten
 from hlodsl.arrays.types import ArrayType
 
-from .body import Body
+from .body import Body, ordered_token
 from .eager import eager, run_eagerly
 from .flow import convert
 from .structures import error, flatten_lifting, leaf_paths, name_of, show
@@ -197,9 +197,16 @@ def _vmap_call(fn: _Fn, in_spec: _Spec, out_spec: _Spec, axis_size, args, kwargs
         if not isinstance(x, Array):
             raise error(TypeError, f"vmap of {name}: the function returned a "
                                    f"{type(x).__name__}; it must return arrays")
-    comp = body.finish(out_leaves, force_tuple=True)
+    # An ordered effect in f: the batched ops take the program's token, and the
+    # program's next ordered effect comes after the last one they return.
+    token = ordered_token(current_builder()) if body.threads_token else None
+    comp = body.finish(out_leaves if token is None else [*out_leaves, body.last_token(token)],
+                       force_tuple=True)
     dims = [None if ax is None else 0 for ax in axes] + [None] * len(body.captured)
     outs, out_dims = batch_computation(comp, [*moved, *body.captured], dims)
+    if token is not None:
+        current_builder().token = outs[-1]._node
+        outs, out_dims = outs[:-1], out_dims[:-1]
     out_axes = _out_axes(out_spec.value, out_tree, len(out_leaves), name)
     results = []
     for path, x, d, ax in zip(leaf_paths(out_tree, "result"), outs, out_dims, out_axes):

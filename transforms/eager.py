@@ -14,7 +14,7 @@ from hlodsl.cache import BoundedCache
 from hlodsl.context import STATE
 from hlodsl.ir.dispatcher import cached_method
 from hlodsl.errors import staging_error
-from hlodsl.ir.graph import current_builder
+from hlodsl.ir.graph import current_builder, has_side_effect
 from hlodsl.arrays.scalars import traced_scalar
 from hlodsl.settings import config
 from hlodsl.arrays.tree import flatten, has_identity_static, unflatten
@@ -125,8 +125,8 @@ class _NoArrays(Exception):
 def _with_arrays(impl: Callable) -> Callable:
     def staged(*args):
         out = impl(*args)
-        if not flatten(out)[0]:
-            raise _NoArrays(out)
+        if not flatten(out)[0] and not any(map(has_side_effect, current_builder().nodes)):
+            raise _NoArrays(out)  # nothing to run (a program that prints still runs)
         return out
 
     return staged

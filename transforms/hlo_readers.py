@@ -44,6 +44,9 @@ NOT_IMPORTABLE = {
     "global-to-local": "printed as a sharding custom-call (see sharding-constraint)",
     "local-to-global": "printed as a sharding custom-call (see sharding-constraint)",
     "manual-computation": "printed as a call with Shardy attributes, not read back",
+    "host-callback": "a Python function called from the program: printed as a custom-call "
+                     "of jaxlib's Python-callback target, which needs the function itself "
+                     "(the text only names it)",
 }
 
 

@@ -500,6 +500,12 @@ def export(f, *args, **kwargs) -> Exported:
     if "xla.sdy." in text:
         raise ExportError(f"export({name}): the program annotates shardings; programs over "
                           "several devices cannot be exported yet")
+    calls = getattr(text, "host_callbacks", ())
+    if calls:
+        raise ExportError(f"export({name}): the program calls Python on the host "
+                          f"({', '.join(n for n, _ in calls)}): an exported program runs "
+                          "without Python, so it cannot; export the program without "
+                          "debug_print, pure_callback or io_callback")
     current = versions()
     target = min(TARGET, current["stablehlo"], key=_version_tuple)
     artifact = portable_artifact(text, target)

@@ -16,7 +16,7 @@ from hlodsl.cache import BoundedCache
 from hlodsl.settings import config
 from hlodsl.context import STATE
 from hlodsl.errors import _is_internal, staging_error
-from .graph import Builder, Computation
+from .graph import Builder, Computation, has_side_effect
 from hlodsl.arrays.tree import flatten, leaf_paths, unflatten
 
 __all__ = ["stage", "stage_types", "Staged", "stage_computation", "stats"]
@@ -97,10 +97,12 @@ def _stage_types(fn, treedef, in_types: tuple, name: str, weak: tuple | None) ->
         s_args, s_kwargs = unflatten(treedef, sym)
         out = fn(*s_args, **s_kwargs)
         out_leaves, out_tree = flatten(out)
-        if not out_leaves:
+        # A program run for its side effects (it prints) may return no arrays.
+        effects = not out_leaves and any(map(has_side_effect, b.nodes))
+        if not out_leaves and not effects:
             _no_arrays(out, name)
         out_nodes = tuple(b.node_of(x) for x in out_leaves)
-        root = _root(b, out_nodes, name)
+        root = _root(b, out_nodes, name, force_tuple=effects)
     return Staged(b.finish(root), out_tree, tuple(n.type for n in out_nodes), in_types)
 
 

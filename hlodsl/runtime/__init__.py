@@ -16,6 +16,7 @@ What it holds, by concern:
 | ``buffers`` | device buffers: host data in (copied) and out, DLPack |
 | ``executables`` | compiling HLO text with hlodsl's XLA options, running executables, errors |
 | ``lapack`` | binding jaxlib's LAPACK kernels before a program calls them |
+| ``host_callbacks`` | programs that call Python: the custom-call target per platform, running them |
 | ``artifacts`` | StableHLO portable artifacts (``hd.export``/``hd.deserialize``) |
 | ``sharded`` | sharded buffers and SPMD-partitioned programs over a mesh |
 | ``processes`` | several processes: PJRT's distributed runtime |
@@ -56,6 +57,7 @@ from .executables import (  # noqa: E402
     release_host_memory, stats,
 )
 from .lapack import lapack_kernels  # noqa: E402
+from .host_callbacks import callback_target  # noqa: E402
 from .artifacts import artifact_mlir_text, artifact_module, portable_artifact  # noqa: E402
 from .sharded import (  # noqa: E402
     PARTITIONER, compile_partitioned, from_process_local_data, is_fully_addressable,
@@ -76,7 +78,8 @@ __all__ = [
     "check_process", "to_device", "to_host", "is_buffer", "adopt", "copy_buffer",
     "is_deleted", "wait", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
     "Executable", "compile_hlo", "stats", "COMPILER_OPTIONS", "compiler_options",
-    "release_host_memory", "cost_analysis", "lapack_kernels", "portable_artifact",
+    "release_host_memory", "cost_analysis", "lapack_kernels", "callback_target",
+    "portable_artifact",
     "artifact_module", "artifact_mlir_text", "PARTITIONER", "jax_sharding", "put_sharded",
     "is_sharded", "named_layout", "shards", "is_fully_addressable", "readable",
     "replicate_on", "compile_partitioned", "output_blocks", "partitioned_executor",

@@ -34,7 +34,8 @@ __all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_
            "device_put", "collect_garbage", "client_started", "can_bind_lapack",
            "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
            "to_portable_artifact", "from_portable_artifact", "portable_artifact_text",
-           "profile_events", "asked_by_jax_operator"]
+           "profile_events", "can_compile_host_callbacks", "compile_with_host_callbacks",
+           "asked_by_jax_operator"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -56,6 +57,12 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib.lapack._lapack.initialize":
         "binds jaxlib's LAPACK routines before a module calls them (a call before that "
         "crashes); without it, linalg_kernels='auto' uses the HLO kernels",
+    "jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects":
+        "registers the MLIR dialects (func, ...) a StableHLO module needs in an MLIR context "
+        "of jaxlib's bindings: PJRT takes host callbacks only with a module parsed into such "
+        "a context (compile_with_host_callbacks); without it, a program that calls Python "
+        "(hd.debug_print, hd.pure_callback, hd.io_callback) raises an ImportError naming "
+        "the release, and every other program compiles as before",
     "jaxlib.xla_client.array_result_handler(_skip_checks=)":
         "skips jaxlib 0.10's check of each result against its sharding (which rejects "
         "our single-device outputs); later releases have no such check and no argument",
@@ -194,6 +201,47 @@ def initialize_lapack() -> bool:
         return False
     init()
     return True
+
+
+# -- programs that call Python: host callbacks ------------------------------------------
+# jaxlib's Client.compile_and_load(module, devices, options, host_callbacks=[...]) takes
+# Python callables for the custom calls of its Python-callback targets
+# (``xla_ffi_python_cpu_callback`` and ``_gpu_``, whose ``index`` attribute picks the
+# callable), and the loaded executable keeps them alive as long as it lives. It takes
+# them only with the program as an MLIR module object (``jaxlib.mlir.ir.Module``), not as
+# bytes: the module is parsed in a context where jaxlib's dialects are registered.
+# Measured on jaxlib 0.10.2, 0.11.2 and 0.12.0.1 alike (tests/test_callbacks.py).
+
+@functools.lru_cache(maxsize=None)
+def _register_dialects():
+    return private("jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects")
+
+
+def can_compile_host_callbacks() -> bool:
+    """Whether this jaxlib offers what ``compile_with_host_callbacks`` needs."""
+    return _register_dialects() is not None
+
+
+def compile_with_host_callbacks(be, module: bytes, devices, options, callbacks: list):
+    """``be.compile_and_load`` of the StableHLO ``module`` (bytecode) with ``callbacks``,
+    the Python callables its Python-callback custom calls name by index."""
+    register = _register_dialects()
+    if register is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no jaxlib.mlir._mlir_libs."
+                          "_jax_mlir_ext.register_dialects, which compiling a program that "
+                          "calls Python (debug_print, pure_callback, io_callback) needs; "
+                          "install a jaxlib in the range pyproject.toml declares")
+    from jaxlib.mlir import ir
+
+    context = ir.Context()
+    registry = ir.DialectRegistry()
+    register(registry)
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    _stablehlo().register_dialect(context)
+    with context:
+        parsed = ir.Module.parse(module)
+    return be.compile_and_load(parsed, devices, options, host_callbacks=list(callbacks))
 
 
 # -- exported artifacts: StableHLO portable artifacts (hlodsl.interchange.exported) ---------------
