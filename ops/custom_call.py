@@ -244,8 +244,8 @@ class CustomCall(HloOp, opcode="custom-call"):
         def one(t):
             if not isinstance(t, ArrayType):
                 return t.hlo
-            layout = next(layouts)
-            return t.hlo if layout is None else t.hlo + dims_text(layout)
+            layout = next(layouts)  # (a scalar's layout is not printed, as XLA prints it)
+            return t.hlo if layout is None or not t.rank else t.hlo + dims_text(layout)
 
         if isinstance(result_type, TupleType):
             return "(" + ", ".join(one(t) for t in result_type.elements) + ")"

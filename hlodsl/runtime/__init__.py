@@ -86,7 +86,7 @@ __all__ = [
     "is_deleted", "wait", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
     "Executable", "compile_hlo", "stats", "COMPILER_OPTIONS", "compiler_options",
     "release_host_memory", "cost_analysis", "lapack_kernels", "callback_target",
-    "release_host_memory", "cost_analysis", "lapack_kernels", "cusolver_kernels",
+    "cusolver_kernels",
     "cusolver_version", "cudnn_version", "compute_capability", "free_memory",
     "portable_artifact",
     "artifact_module", "artifact_mlir_text", "PARTITIONER", "jax_sharding", "put_sharded",
