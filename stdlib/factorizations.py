@@ -33,7 +33,7 @@ from hlodsl.transforms.custom import custom_jvp, custom_vjp
 from . import cusolver, kernels, lapack
 from .broadcasting import broadcast_shapes, broadcast_to
 from .elementwise import add, log, multiply
-from .elementwise_more import conj
+from .elementwise_more import _real, conj
 from .lu_loop import lu_loop, lu_solve, permutation
 from .manipulation import fail
 from .matrices import filled, identity, magnitude, main_diagonal, mm, mt, sum_exact, triangle_mask
@@ -174,11 +174,13 @@ def _phi(x: Array) -> Array:
 
 def _cholesky_tangent(args, low, _, tangents):
     # dL = L Phi(L^-1 dS L^-H) (jax's _cholesky_jvp_rule), dS the Hermitian matrix of
-    # dA's lower triangle: the triangle cholesky reads.
+    # dA's lower triangle, the triangle cholesky reads (of its diagonal, the real part).
     da = tangents[0]
-    strict = ops.Select()(triangle_mask(da.shape, False), filled(0, da.dtype, da.shape), da)
-    ds = ops.Add()(ops.Select()(triangle_mask(da.shape, True), da,
-                                filled(0, da.dtype, da.shape)), conj(mt(strict)))
+    zero = filled(0, da.dtype, da.shape)
+    lower, upper = triangle_mask(da.shape, True), triangle_mask(da.shape, False)
+    strict = ops.Select()(upper, zero, da)
+    diagonal = ops.Select()(ops.And()(lower, upper), lift(_real(da), da.dtype), zero)
+    ds = ops.Add()(ops.Add()(strict, conj(mt(strict))), diagonal)
     x = ops.TriangularSolve(left_side=True, lower=True)(low, ds)
     y = ops.TriangularSolve(left_side=False, lower=True, transpose_a="ADJOINT")(low, x)
     return mm(low, _phi(y))

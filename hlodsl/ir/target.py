@@ -11,13 +11,16 @@ thread. That is how ``hd.code_hlo(f, *args, platform="gpu")`` and
 GPU, on a machine without one.
 
 Programs that run (``hd.compile``, eager op calls, control flow called
-eagerly) are always staged for the runtime's platform (``live_platform``):
-a staging target only changes what is printed or exported.
+eagerly) are always staged for the runtime's platform (``live_platform``),
+and outside staging ``target_platform()`` is the runtime's: a staging target
+only changes what is printed or exported.
 
->>> with staging_platform("gpu"):
+>>> from hlodsl.ir.graph import Builder
+>>> with staging_platform("gpu"), Builder("f"):
 ...     target_platform()
 'gpu'
->>> target_platform() == runtime_platform()
+>>> with staging_platform("gpu"):
+...     target_platform() == runtime_platform()   # not staging: an eager call runs here
 True
 >>> staging_platform("tpu")
 Traceback (most recent call last):
@@ -55,14 +58,21 @@ def runtime_platform() -> str:
     return _ALIASES.get(live, live)
 
 
+def _named() -> str | None:
+    # Only while staging: ops called eagerly (no builder) run here, on the runtime.
+    return STATE.platform if STATE.builders else None
+
+
 def target_platform() -> str:
-    """The platform being staged for: ``staging_platform``'s, else the runtime's."""
-    return STATE.platform or runtime_platform()
+    """The platform being staged for: ``staging_platform``'s while staging, else the
+    runtime's (an op or library function called eagerly runs on the runtime)."""
+    return _named() or runtime_platform()
 
 
 def foreign_target() -> bool:
     """Whether this thread stages for a platform other than the runtime's."""
-    return STATE.platform is not None and STATE.platform != runtime_platform()
+    named = _named()
+    return named is not None and named != runtime_platform()
 
 
 @contextlib.contextmanager
