@@ -19,10 +19,13 @@ from the platform staged for (``hlodsl.ir.target``) and
 without one assumes them (what jax's CUDA plugin registers).
 
 >>> import hlodsl as hd
->>> from hlodsl.ir.target import staging_platform
->>> with staging_platform("gpu"):
-...     provider()
-'cusolver'
+>>> provider()                       # this CPU's
+'lapack'
+>>> seen = []                        # what a function staged for a GPU asks
+>>> _ = hd.code_hlo(lambda a: seen.append(provider()) or a, hd.ArrayType(hd.float32, (2,)),
+...                 platform="gpu")
+>>> seen
+['cusolver']
 >>> hd.config.linalg_kernels = "hlo"
 >>> provider()
 'hlo'

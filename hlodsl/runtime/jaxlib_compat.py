@@ -12,7 +12,7 @@ fallback keeps hlodsl working: slower, or with a clear error naming the release.
 when a module names a private jax/jaxlib name that is not listed here.
 
 >>> sorted(PRIVATE_NAMES)[:2]
-['jax._src.xla_bridge._backends', 'jaxlib._jax.collect_garbage']
+['jax._src.lib.cuda_versions', 'jax._src.xla_bridge._backends']
 """
 
 from __future__ import annotations
