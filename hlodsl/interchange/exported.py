@@ -60,7 +60,8 @@ _HEADER = struct.Struct("<8sHI")
 
 #: The StableHLO version artifacts are written for: that of jaxlib 0.10.2, the oldest
 #: release hlodsl supports, so an artifact written on any supported stack loads on
-#: every other (StableHLO reads older versions for years; newer ones not at all).
+#: every other (StableHLO reads older versions for years; newer ones not at all), unless
+#: the program needs a newer one (export says which it wrote).
 TARGET = "1.17.0"
 
 
@@ -440,7 +441,14 @@ def export(f, *args, platform: str | None = None, **kwargs) -> Exported:
                           "debug_print, pure_callback or io_callback")
     current = versions()
     version = min(TARGET, current["stablehlo"], key=_version_tuple)
-    artifact = portable_artifact(text, version)
+    try:
+        artifact = portable_artifact(text, version)
+    except ValueError:
+        # Some programs need a newer StableHLO than TARGET: jaxlib 0.11's converter writes
+        # a custom call with result layouts (cuSOLVER's) as custom_call_v2 (StableHLO
+        # 1.18). Those are written at this jaxlib's own version, which it records.
+        version = current["stablehlo"]
+        artifact = portable_artifact(text, version)
     names = staged.computation.param_names
     return Exported(name, in_tree, staged.in_types, names, staged.out_tree, staged.out_types,
                     artifact, {"hlodsl": _hlodsl_version(), **current,
