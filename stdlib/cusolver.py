@@ -37,9 +37,9 @@ import numpy as np
 from hlodsl import ops
 from hlodsl.arrays.array import Array
 from hlodsl.arrays.dtypes import ComplexFloating, complex64, complex128, float32, float64, int32
+from hlodsl.arrays.types import ArrayType, TupleType
 from hlodsl.ir.op import frozen
 from hlodsl.ir.rules import batch_rule
-from hlodsl.arrays.types import ArrayType, TupleType
 
 from .manipulation import fail
 from .matrices import filled, spread

@@ -103,9 +103,10 @@ def extra_cases() -> list[Case]:
 # -- the twins ------------------------------------------------------------------------
 
 def hlodsl_function(case: Case):
-    import hlodsl as hd
     import hlodsl.stdlib as xp
     from hlodsl.stdlib import nn
+
+    import hlodsl as hd
     la = xp.linalg
 
     if case.op.startswith("sdpa"):

@@ -16,18 +16,17 @@ GPU programs.
 
 from __future__ import annotations
 
+import gpu_golden as g
 import numpy as np
 import pytest
-
-import gpu_golden as g
-import hlodsl as hd
-import hlodsl.stdlib as xp
-from hlodsl import ops
-from hlodsl.arrays.types import ArrayType, TupleType
-from hlodsl.errors import ShapeError
-from hlodsl.ir.target import staging_platform, target_platform
 from hlodsl.stdlib import cusolver, nn
 from hlodsl.stdlib import linalg as la
+
+import hlodsl as hd
+from hlodsl import ops
+from hlodsl.arrays.types import ArrayType
+from hlodsl.errors import ShapeError
+from hlodsl.ir.target import staging_platform, target_platform
 
 CASES = g.cases()
 SURVIVORS = g.surviving_targets()

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 
+from hlodsl.transforms.custom import custom_vjp
+
 from hlodsl import ops, runtime
 from hlodsl.arrays.array import Array
 from hlodsl.arrays.dtypes import bfloat16, float16, float32, uint8
@@ -28,7 +30,6 @@ from hlodsl.arrays.types import ArrayType, TupleType
 from hlodsl.ir.op import frozen
 from hlodsl.ir.rules import batch_rule
 from hlodsl.ir.target import foreign_target, target_platform
-from hlodsl.transforms.custom import custom_vjp
 
 from ..matrices import filled
 
