@@ -150,6 +150,16 @@ def test_a_cached_subcomputation_is_not_reused_across_targets():
         assert want in text and ("lapack" in text) == (platform == "cpu"), platform
 
 
+def test_collective_broadcast_follows_the_platform_staged_for():
+    # XLA:CPU has no collective-broadcast instruction: hlodsl stages permutes there
+    op = ops.CollectiveBroadcast(((0, 1, 2, 3),))
+    x = T(hd.float32, (2,))
+    gpu = hd.code_hlo(lambda x: op(x), x, platform="gpu")
+    cpu = hd.code_hlo(lambda x: op(x), x, platform="cpu")
+    assert "collective-broadcast(" in gpu and "collective-broadcast(" not in cpu
+    assert "collective-permute(" in cpu
+
+
 def test_export_for_a_gpu_records_the_platform_and_refuses_to_run_here():
     e = hd.export(la.cholesky, T(hd.float32, (3, 3)), platform="gpu")
     assert e.platform == "gpu" and "cusolver_potrf_ffi" in e.hlo_text()

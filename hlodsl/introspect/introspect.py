@@ -243,7 +243,8 @@ def _foreign(platform, optimize: bool, passes, memory_limit) -> str | None:
     live = runtime_platform()
     if target == live:
         return None
-    for name, given in (("optimize=True", optimize), ("passes", passes is not None),
+    for name, given in (("optimize=True", optimize),
+                        ("passes (a compiled function's own too)", passes is not None),
                         ("memory_limit", memory_limit is not None)):
         if given:
             raise ValueError(f"code_hlo: {name} compiles with the platform's XLA, and this "
@@ -259,7 +260,9 @@ def _code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=N
             raise TypeError(f"code_hlo: {flag} must be True or False (a bool), got {value!r} "
                             f"({type(value).__name__})")
     args, kwargs = abstract(args), abstract(kwargs)
-    target = _foreign(platform, optimize, passes, memory_limit)
+    own = isinstance(f, Compiled) and (f.passes is not None or f.memory_limit is not None)
+    target = _foreign(platform, optimize, passes if passes is not None or not own else "own",
+                      memory_limit)
     if target is not None:  # staged fresh: compiled entries are the runtime platform's
         with staging_platform(target):
             staged, name = _staged(f, args, kwargs, "code_hlo")
