@@ -23,9 +23,10 @@ import numpy as np
 
 from .array import _TYPES as _ARRAY_CLASSES
 from .array import Array, Token
+from .types import ArrayType
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
-           "block_until_ready",
+           "block_until_ready", "abstract",
            "static_key", "leaf_paths", "compared_by_identity", "has_identity_static"]
 
 LEAF = "*"
@@ -309,6 +310,19 @@ def tree_map(f, tree, *rest):
         others.append(other_leaves)
     return unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
+
+
+def abstract(x):
+    """``x`` with every ``ArrayType`` in tuples, lists and dicts as an array of that type
+    holding no data: staging reads only types (``hd.export``, ``hd.code_hlo``)."""
+    if isinstance(x, ArrayType):
+        return Array._from_buffer(None, x)
+    t = type(x)
+    if t is tuple or t is list:
+        return t(abstract(v) for v in x)
+    if t is dict:
+        return {k: abstract(v) for k, v in x.items()}
+    return x
 
 
 def block_until_ready(tree):
