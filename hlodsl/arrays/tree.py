@@ -26,9 +26,11 @@ import numpy as np
 from .array import _TYPES as _ARRAY_CLASSES
 from .array import Array, Token
 from .pytrees import NODES, PYTREE
+from .types import ArrayType
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
-           "block_until_ready", "children_of", "with_children", "PYTREE", "is_jax_array",
+           "block_until_ready", "abstract", "children_of", "with_children", "PYTREE",
+           "is_jax_array",
            "static_key", "leaf_paths", "compared_by_identity", "has_identity_static"]
 
 LEAF = "*"
@@ -386,6 +388,24 @@ def tree_map(f, tree, *rest):
         others.append(other_leaves)
     return unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
+
+
+def abstract(x):
+    """``x`` with every ``ArrayType`` in tuples, lists, dicts and registered classes as an
+    array of that type holding no data: staging reads only types (``hd.export``,
+    ``hd.code_hlo``)."""
+    if isinstance(x, ArrayType):
+        return Array._from_buffer(None, x)
+    t = type(x)
+    if t is tuple or t is list:
+        return t(abstract(v) for v in x)
+    if t is dict:
+        return {k: abstract(v) for k, v in x.items()}
+    node = NODES.get(t)
+    if node is not None:  # a registered class holding types
+        children, aux = node.flatten(x)
+        return node.unflatten(aux, tuple(abstract(v) for v in children))
+    return x
 
 
 def block_until_ready(tree):

@@ -47,8 +47,10 @@ from hlodsl.arrays.dtypes import element_type
 from hlodsl.errors import ExportError
 from hlodsl.ir.printer import module_text
 from hlodsl.ir.staging import stage
+from hlodsl.ir.target import platform_name, runtime_platform, staging_platform
 from hlodsl.arrays.pytrees import NODES, NodeText
-from hlodsl.arrays.tree import LEAF, PYTREE, _Static, children_of, flatten, leaf_paths, unflatten
+from hlodsl.arrays.tree import (LEAF, PYTREE, _Static, abstract, children_of, flatten,
+                                leaf_paths, unflatten)
 from hlodsl.arrays.types import ArrayType
 
 __all__ = ["export", "deserialize", "Exported", "FORMAT", "MAGIC", "TARGET"]
@@ -61,7 +63,8 @@ _HEADER = struct.Struct("<8sHI")
 
 #: The StableHLO version artifacts are written for: that of jaxlib 0.10.2, the oldest
 #: release hlodsl supports, so an artifact written on any supported stack loads on
-#: every other (StableHLO reads older versions for years; newer ones not at all).
+#: every other (StableHLO reads older versions for years; newer ones not at all), unless
+#: the program needs a newer one (export says which it wrote).
 TARGET = "1.17.0"
 
 
@@ -364,9 +367,9 @@ class Exported:
         here = platform()
         if here != self.platform and "custom-call" in text:
             raise ExportError(
-                f"{self.name} (exported): it was exported on {self.platform} and calls "
+                f"{self.name} (exported): it was exported for {self.platform} and calls "
                 f"{self.platform} kernels (custom calls), which {here} lacks; export it "
-                f"again on {here}")
+                f"again for {here} (hd.export(..., platform={here!r}))")
         return compile_hlo(text, out_types=[(t.shape, t.dtype.np_dtype)
                                             for t in self.out_types], stablehlo=module)
 
@@ -437,24 +440,7 @@ def _statics(tree) -> list:
 
 # -- export --------------------------------------------------------------------------
 
-def _abstract(x):
-    """``x`` with every ``ArrayType`` in tuples, lists and dicts as an array of that type
-    holding no data (staging reads only types)."""
-    if isinstance(x, ArrayType):
-        return Array._from_buffer(None, x)
-    t = type(x)
-    if t is tuple or t is list:
-        return t(_abstract(v) for v in x)
-    if t is dict:
-        return {k: _abstract(v) for k, v in x.items()}
-    node = NODES.get(t)
-    if node is not None:
-        children, aux = node.flatten(x)
-        return node.unflatten(aux, tuple(_abstract(v) for v in children))
-    return x
-
-
-def export(f, *args, **kwargs) -> Exported:
+def export(f, *args, platform: str | None = None, **kwargs) -> Exported:
     """Stage ``f`` for these arguments' types into an ``Exported`` program.
 
     Arrays in the arguments (in tuples, lists and dicts) may be given as
@@ -462,7 +448,11 @@ def export(f, *args, **kwargs) -> Exported:
     value is static: it is staged into the program, and a call of the exported
     program must pass the same value (None, bool, int, float or str). ``f``
     may be an ``hd.compile``d function: its passes or memory limit rewrite the
-    program first, as its calls would run it.
+    program first, as its calls would run it. ``platform`` (``"cpu"``,
+    ``"gpu"``; default: the runtime's) is the platform the program is staged
+    for and will run on (``hlodsl.ir.target``): a program exported here for
+    ``"gpu"`` calls cuSOLVER where one for ``"cpu"`` calls LAPACK. A compiled
+    function's passes need the runtime's own platform.
 
     >>> import hlodsl as hd
     >>> e = hd.export(lambda w, x: w @ x, hd.ArrayType(hd.float32, (3, 4)),
@@ -470,13 +460,13 @@ def export(f, *args, **kwargs) -> Exported:
     >>> e.in_types, e.out_types
     ((ArrayType(float32, (3, 4)), ArrayType(float32, (4,))), (ArrayType(float32, (3,)),))
     """
-    from hlodsl.runtime import platform, portable_artifact, versions
+    from hlodsl.runtime import portable_artifact, versions
 
     if not callable(f):
         raise TypeError(f"export: f must be a callable (the function to export), got "
                         f"{type(f).__name__}; call it as export(f, *args)")
     name = f.name if isinstance(f, Compiled) else getattr(f, "__name__", "f")
-    args, kwargs = _abstract(args), _abstract(kwargs)
+    args, kwargs = abstract(args), abstract(kwargs)
     leaves, in_tree = flatten((args, kwargs))
     if any_sharded(leaves) or isinstance(f, Compiled) and f.sharded:
         raise ExportError(f"export({name}): programs over several devices (sharded arguments "
@@ -485,8 +475,16 @@ def export(f, *args, **kwargs) -> Exported:
     _in_tree_json(in_tree, _positional_names(f.fn if isinstance(f, Compiled) else f,
                                              len(args)), name)
     fn = f.staged_fn if isinstance(f, Compiled) else _convert(f)
-    staged = stage(fn, args, kwargs, name)
-    if isinstance(f, Compiled) and (f.passes is not None or f.memory_limit is not None):
+    target = runtime_platform() if platform is None else platform_name(platform,
+                                                                       "export: platform")
+    passes = isinstance(f, Compiled) and (f.passes is not None or f.memory_limit is not None)
+    if passes and target != runtime_platform():
+        raise ExportError(f"export({name}): its passes (memory_limit) compile with the "
+                          f"platform's XLA, and this process runs {runtime_platform()!r}, "
+                          f"not {target!r}; export the function without them")
+    with staging_platform(target):
+        staged = stage(fn, args, kwargs, name)
+    if passes:
         staged = build_entry(staged, name, f.passes, f.memory_limit).staged
     for t in staged.out_types:
         if not isinstance(t, ArrayType):
@@ -507,13 +505,19 @@ def export(f, *args, **kwargs) -> Exported:
                           "without Python, so it cannot; export the program without "
                           "debug_print, pure_callback or io_callback")
     current = versions()
-    target = min(TARGET, current["stablehlo"], key=_version_tuple)
-    artifact = portable_artifact(text, target)
+    version = min(TARGET, current["stablehlo"], key=_version_tuple)
+    try:
+        artifact = portable_artifact(text, version)
+    except ValueError:
+        # Some programs need a newer StableHLO than TARGET: jaxlib 0.11's converter writes
+        # a custom call with result layouts (cuSOLVER's) as custom_call_v2 (StableHLO
+        # 1.18). Those are written at this jaxlib's own version, which it records.
+        version = current["stablehlo"]
+        artifact = portable_artifact(text, version)
     names = staged.computation.param_names
     exported = Exported(name, in_tree, staged.in_types, names, staged.out_tree,
                         staged.out_types, artifact,
-                        {"hlodsl": _hlodsl_version(), **current, "stablehlo": target},
-                        platform())
+                        {"hlodsl": _hlodsl_version(), **current, "stablehlo": version}, target)
     exported.donated = tuple(sorted(p for _, p in pairs))
     return exported
 

@@ -180,8 +180,9 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
     A ``TupleType`` parameter reaches ``fn`` as a Python tuple of arrays.
     ``fn`` returns an array or a tuple of arrays (several results become an
     HLO tuple; ``tuple_result=True`` makes even one result a 1-tuple, as
-    While bodies need). Cached by ``(fn, arg_types, tuple_result)``: an op's
-    shape rule and its emission both ask for it.
+    While bodies need). Cached by ``(fn, arg_types, tuple_result)`` and the platform
+    being staged for (``hlodsl.ir.target``): an op's shape rule and its emission both
+    ask for it.
     """
     from .op import wrap_node
 
@@ -192,7 +193,7 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
                 f"the computation {fn.name} takes ({', '.join(str(t) for t in fn.param_types)})"
                 f" but the op applies it to ({shown})")
         return fn
-    key = (fn, arg_types, tuple_result)
+    key = (fn, arg_types, tuple_result, STATE.platform)
     comp = _SUBCOMPUTATIONS.get(key)
     if comp is not None:
         return comp
