@@ -28,6 +28,7 @@ from .errors import (  # noqa: F401
 from .arrays.types import ArrayType, TupleType  # noqa: F401
 from .arrays.array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
 from .arrays.tree import block_until_ready, tree_leaves, tree_map  # noqa: F401
+from .arrays.pytrees import register_dataclass, register_pytree_node  # noqa: F401
 from .interchange.checkpoint import load, save  # noqa: F401  (hd.checkpoint is remat, below)
 from .ir.dispatcher import dispatch  # noqa: F401
 from .ir.op import HloOp, registry  # noqa: F401

@@ -56,6 +56,10 @@ class Node:
 class Builder:
     """Records the nodes of one computation; used as a context manager."""
 
+    #: Whether composite ops with a batching rule of their own are recorded whole, not
+    #: expanded (``vmap``'s example program, which is interpreted, never printed).
+    keeps_composites = False
+
     def __init__(self, name: str, capture=None):
         self.name = name
         #: ``capture(x) -> Node | None``, asked about a concrete array or a symbolic

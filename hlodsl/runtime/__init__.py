@@ -75,6 +75,7 @@ from .processes import (  # noqa: E402
 from .jax_programs import (  # noqa: E402
     check_hlo_text, computation_text, jax_stage_text, lower_jax, stablehlo_text,
 )
+from .jaxlib_compat import asked_by_jax_operator  # noqa: E402
 
 from hlodsl import settings as _settings  # noqa: E402
 
@@ -95,4 +96,5 @@ __all__ = [
     "from_process_local_data", "initialize_distributed", "shutdown_distributed",
     "process_index", "process_count", "local_device_ids", "computation_text",
     "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text",
+    "asked_by_jax_operator",
 ]

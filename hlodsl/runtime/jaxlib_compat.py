@@ -12,7 +12,7 @@ fallback keeps hlodsl working: slower, or with a clear error naming the release.
 when a module names a private jax/jaxlib name that is not listed here.
 
 >>> sorted(PRIVATE_NAMES)[:2]
-['jax._src.lib.cuda_versions', 'jax._src.xla_bridge._backends']
+['jax._src.lib.cuda_versions', 'jax._src.numpy.array_methods']
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ __all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_
            "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
            "to_portable_artifact", "from_portable_artifact", "portable_artifact_text",
            "profile_events", "can_compile_host_callbacks", "compile_with_host_callbacks",
-           "cuda_solver_targets", "cuda_library_version"]
+           "cuda_solver_targets", "cuda_library_version", "asked_by_jax_operator"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -70,6 +70,12 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib.xla_client.array_result_handler(_skip_checks=)":
         "skips jaxlib 0.10's check of each result against its sharding (which rejects "
         "our single-device outputs); later releases have no such check and no argument",
+    "jax._src.numpy.array_methods":
+        "the module of jax arrays' operators (+, *, <, ...), whose functions read an "
+        "operand's __jax_array__: hlodsl arrays decline it to them, so that "
+        "jax_array + hd_array is an hlodsl array as hd_array + jax_array is "
+        "(docs/interop.md); without it, those operators take hlodsl arrays as jax arrays "
+        "and return jax arrays",
 }
 
 
@@ -97,6 +103,22 @@ def _lookup(name: str) -> tuple[bool, object]:
             return False, None
         return True, obj
     return False, None
+
+
+@functools.cache
+def _operator_codes() -> frozenset:
+    """The code objects of jax arrays' operator methods (none where the module moved)."""
+    module = private("jax._src.numpy.array_methods")
+    if module is None:
+        return frozenset()
+    return frozenset(fn.__code__ for name, fn in vars(module).items()
+                     if name.startswith("_operator") and hasattr(fn, "__code__"))
+
+
+def asked_by_jax_operator(frame) -> bool:
+    """Whether ``frame`` runs one of jax arrays' operators (``jax_array + x`` reading
+    ``x.__jax_array__``), as opposed to a jax function (``jnp.asarray(x)``)."""
+    return frame is not None and frame.f_code in _operator_codes()
 
 
 def available() -> dict[str, bool]:
