@@ -199,7 +199,7 @@ def own_batch_rule(op_class: type) -> bool:
     >>> own_batch_rule(Twice)
     False
     >>> @batch_rule.dispatch
-    ... def _(op: Twice, args: tuple, dims: tuple):
+    ... def batch_twice(op: Twice, args: tuple, dims: tuple):
     ...     return Twice()(*args), 0
     >>> own_batch_rule(Twice)
     True
