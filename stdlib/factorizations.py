@@ -154,13 +154,19 @@ def linear_rules(primal, residual, tangent):
 
 # -- LU: LAPACK's getrf on CPU, an HLO while loop elsewhere -------------------------------
 
+def _kernels() -> str:
+    """Which kernels factor here: ``"lapack"`` (jaxlib's LAPACK targets, on CPU) or
+    ``"hlo"`` (the LU ``while`` loop in HLO), per ``hd.config.linalg_kernels``."""
+    return "lapack" if lapack.available() else "hlo"
+
+
 def _lu(a: Array):
     """``(lu, pivots, permutation)`` of a stack of square matrices (checked by the caller)."""
     vec = a.shape[:-1]
     rows = ops.Iota(int32, vec, len(vec) - 1)()
     if a.size == 0:  # nothing to factor (and no column for the loop body to slice)
         return a, rows, rows
-    if lapack.available():
+    if _kernels() == "lapack":
         raw, ipiv, _ = lapack.getrf(lapack.to_kernel(a))
         piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))  # LAPACK counts from 1
         return lapack.from_kernel(raw), piv, permutation(piv)
@@ -256,11 +262,22 @@ def _inv_primal(a: Array) -> Array:
     return _getrs(lapack.transposed_view(stacked), m)
 
 
+def _solve_hlo_primal(a: Array, b: Array) -> Array:
+    lu, _, perm = _lu(a)
+    return lu_solve(lu, perm, b)
+
+
+def _inv_hlo_primal(a: Array) -> Array:
+    lu, _, perm = _lu(a)
+    return lu_solve(lu, perm, identity(a.shape[-1], a.dtype, a.shape[:-2]))
+
+
 def _inverse(args, out):
-    # The differentiable inverse, not _inv_primal: a second derivative differentiates
-    # this residual too (LAPACK's call has no rule of its own, so it would count as a
-    # constant and drop d(A^-1) from the Hessian).
-    return _inv_lapack(args[0])
+    # The differentiable inverse, not a bare primal: a second derivative differentiates
+    # this residual too (a kernel's call has no rule of its own, so it would count as a
+    # constant and drop d(A^-1) from the Hessian), and reverse mode must never reach the
+    # HLO kernels' LU loop (a while loop with a data-dependent trip count).
+    return _INV[_kernels()](args[0])
 
 
 def _solve_tangent(args, x, a_inv, tangents):
@@ -272,8 +289,13 @@ def _inv_tangent(args, x, _, tangents):
     return ops.Negate()(mm(mm(x, tangents[0]), x))  # dX = -X dA X
 
 
-_solve_lapack = linear_rules(_solve_primal, _inverse, _solve_tangent)
-_inv_lapack = linear_rules(_inv_primal, lambda args, out: None, _inv_tangent)
+# Each kernel provider's solve and inverse, with the same derivative rules: autodiff
+# never differentiates a factorization (LAPACK's call has no rule; the HLO loop's pivot
+# search and data-dependent trip count have none worth having).
+_SOLVE = {"lapack": linear_rules(_solve_primal, _inverse, _solve_tangent),
+          "hlo": linear_rules(_solve_hlo_primal, _inverse, _solve_tangent)}
+_INV = {"lapack": linear_rules(_inv_primal, lambda args, out: None, _inv_tangent),
+        "hlo": linear_rules(_inv_hlo_primal, lambda args, out: None, _inv_tangent)}
 
 
 @dispatch
@@ -296,11 +318,7 @@ def solve(x1: Array, x2: Array):
     a, b = _factorable("solve", x1, x2)
     check_square("solve", a)
     a, b, vector = _as_columns("solve", a, b)
-    if lapack.available() and a.size and b.size:
-        out = _solve_lapack(a, b)
-    else:
-        lu, _, perm = _lu(a)
-        out = lu_solve(lu, perm, b)
+    out = _SOLVE[_kernels() if a.size and b.size else "hlo"](a, b)
     return lift(ops.Reshape(out.shape[:-1])(out) if vector else out, dtype)
 
 
@@ -320,10 +338,7 @@ def inv(x: Array):
     dtype = x.dtype
     (a,) = _factorable("inv", x)
     check_square("inv", a)
-    if lapack.available() and a.size:
-        return lift(_inv_lapack(a), dtype)
-    lu, _, perm = _lu(a)
-    return lift(lu_solve(lu, perm, identity(a.shape[-1], a.dtype, a.shape[:-2])), dtype)
+    return lift(_INV[_kernels() if a.size else "hlo"](a), dtype)
 
 
 def _plus_zero(x: Array) -> Array:
@@ -334,7 +349,7 @@ def _plus_zero(x: Array) -> Array:
 
 def _det_factors(a: Array):
     """``(diagonal of U, +-1 of the row permutation)`` of square ``a`` (non-empty)."""
-    if lapack.available():
+    if _kernels() == "lapack":
         # det(A) = det(A^T): factor the transpose the kernel sees for free.
         raw, ipiv, _ = lapack.getrf(a)
         piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))

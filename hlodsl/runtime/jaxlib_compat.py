@@ -21,6 +21,7 @@ import bisect
 import functools
 import glob
 import importlib
+import io
 import os
 import tempfile
 import warnings
@@ -30,9 +31,9 @@ from typing import Callable, NamedTuple
 import jax
 import jaxlib.xla_client as xc
 
-__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_handler",
-           "device_put", "collect_garbage", "client_started", "can_bind_lapack",
-           "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
+__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "legalize",
+           "module_text", "result_handler", "device_put", "collect_garbage", "client_started",
+           "can_bind_lapack", "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
            "to_portable_artifact", "from_portable_artifact", "portable_artifact_text",
            "profile_events"]
 
@@ -56,6 +57,11 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib.lapack._lapack.initialize":
         "binds jaxlib's LAPACK routines before a module calls them (a call before that "
         "crashes); without it, linalg_kernels='auto' uses the HLO kernels",
+    "jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects":
+        "MLIR's upstream dialects (func, ...) in a context of ours, where hlo_to_stablehlo "
+        "legalizes what XLA's conversion leaves (mhlo.copy, a rank-2 stablehlo.dot with an "
+        "algorithm); without it the module stays as XLA converted it: XLA:CPU compiles it, "
+        "XLA:GPU and hd.export refuse a copy and a rank-2 dot loses its algorithm",
     "jaxlib.xla_client.array_result_handler(_skip_checks=)":
         "skips jaxlib 0.10's check of each result against its sharding (which rejects "
         "our single-device outputs); later releases have no such check and no argument",
@@ -101,7 +107,105 @@ def hlo_to_stablehlo(text: str) -> bytes:
                           "which hlodsl compiles through; install a jaxlib in the range "
                           "pyproject.toml declares")
     module = xc.hlo.hlo_module_from_text(text)
-    return _to_stablehlo(module.as_serialized_hlo_module_proto())
+    return legalize(_to_stablehlo(module.as_serialized_hlo_module_proto()))
+
+
+# XLA's HLO -> StableHLO conversion leaves two things that are not portable StableHLO:
+# - HLO ``copy`` becomes ``mhlo.copy`` (StableHLO has no copy). XLA:CPU compiles the
+#   mixed module; XLA:GPU marks mhlo illegal ("failed to legalize operation 'mhlo.copy'")
+#   and a portable artifact cannot hold it ("dialect 'mhlo' is unknown"). A copy is the
+#   identity on values (XLA adds the copies its layouts need itself; jax emits none), so
+#   its uses take its operand.
+# - A dot without batch dimensions becomes ``stablehlo.dot``, which has no algorithm: the
+#   algorithm rides along as a discardable attribute that XLA:CPU drops and XLA:GPU
+#   refuses ("failed to legalize operation 'stablehlo.dot'"). Such a dot is rewritten as
+#   the ``stablehlo.dot_general`` it is (lhs's last dimension against rhs's first), which
+#   carries the algorithm as jax writes it.
+# Both names are strings of the bytecode: a module without them is not parsed at all.
+_LEGALIZED = (b"copy", b"algorithm")
+
+
+@functools.lru_cache(maxsize=None)
+def _mlir():
+    """jaxlib's MLIR bindings and a function making a context that reads XLA's output
+    (None where this jaxlib lacks the dialect registration)."""
+    register = private("jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects")
+    if register is None:
+        return None
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
+
+    def context():
+        ctx = ir.Context()
+        ctx.enable_multithreading(False)  # one small module: no thread pool per context
+        registry = ir.DialectRegistry()
+        register(registry)
+        ctx.append_dialect_registry(registry)
+        ctx.load_all_available_dialects()
+        for dialect in (stablehlo, chlo, sdy):
+            dialect.register_dialect(ctx)
+        mhlo.register_mhlo_dialect(ctx)
+        return ctx
+
+    return ir, stablehlo, context
+
+
+def module_text(data: bytes) -> str:
+    """StableHLO bytecode (``hlo_to_stablehlo``'s) as MLIR text, to read what compiles."""
+    mlir = _mlir()
+    if mlir is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no "
+                          "jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects, which "
+                          "reading StableHLO bytecode as text needs")
+    ir, _, context = mlir
+    with context():
+        return str(ir.Module.parse(data))
+
+
+def legalize(data: bytes) -> bytes:
+    """StableHLO bytecode from XLA's HLO -> StableHLO conversion with its ``mhlo.copy``
+    ops removed and its rank-2 ``stablehlo.dot`` ops with an algorithm written as
+    ``stablehlo.dot_general`` (see above); the same bytes when there is neither."""
+    if not any(word in data for word in _LEGALIZED):
+        return data
+    mlir = _mlir()
+    if mlir is None:
+        return data
+    ir, stablehlo, context = mlir
+    with context(), ir.Location.unknown():
+        module = ir.Module.parse(data)
+        found = []
+
+        def visit(op):
+            if op.name == "mhlo.copy" or (op.name == "stablehlo.dot"
+                                          and "algorithm" in op.attributes):
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        if not found:
+            return data
+        for op in found:
+            if op.name == "mhlo.copy":
+                op.results[0].replace_all_uses_with(op.operands[0])
+            else:
+                lhs, rhs = op.operands
+                numbers = stablehlo.DotDimensionNumbers.get(
+                    lhs_batching_dimensions=[], rhs_batching_dimensions=[],
+                    lhs_contracting_dimensions=[ir.RankedTensorType(lhs.type).rank - 1],
+                    rhs_contracting_dimensions=[0])
+                attributes = op.attributes
+                precision = (attributes["precision_config"]
+                             if "precision_config" in attributes else None)
+                general = stablehlo.DotGeneralOp(
+                    op.results[0].type, lhs, rhs, numbers, precision_config=precision,
+                    algorithm=attributes["algorithm"], loc=op.location,
+                    ip=ir.InsertionPoint(op))
+                op.results[0].replace_all_uses_with(general.result)
+            op.erase()
+        out = io.BytesIO()
+        module.operation.write_bytecode(out)
+        return out.getvalue()
 
 
 # -- buffers: results and host -> device ------------------------------------------------
