@@ -24,6 +24,7 @@ from jax import lax
 import hlodsl as hd
 from ad_harness import random_array as _random
 from hlodsl.ops import Cholesky, Convolution, Fft, TriangularSolve
+from platform_rules import cpu_oracle
 
 COVERED_OPCODES = {"convolution", "triangular-solve", "cholesky", "fft"}
 
@@ -110,9 +111,11 @@ def _lax_conv(op, x, w):
         preferred_element_type=op.preferred_element_type and op.preferred_element_type.np_dtype)
 
 
-def _xla_attributes(f, *args) -> str:
-    """The attributes XLA prints after the operand list of the module's convolution."""
-    text = jax.jit(f).lower(*args).as_text(dialect="hlo")
+def _xla_attributes(f, *args, precision: str = "default") -> str:
+    """The attributes XLA prints after the operand list of the module's convolution, as
+    jax lowers it under its default matmul precision ``precision``."""
+    with jax.default_matmul_precision(precision):
+        text = jax.jit(f).lower(*args).as_text(dialect="hlo")
     line = next(ln for ln in text.splitlines() if " convolution(" in ln)
     return re.sub(r", metadata=\{.*\}", "", line.split("), ", 1)[1]).strip()
 
@@ -124,17 +127,31 @@ def test_convolution_matches_lax(case, seed):
     rng = np.random.default_rng(seed)
     x, w = _random(rng, lhs_shape, dtype), _random(rng, rhs_shape, dtype)
     eager, staged = _both(op, x, w)
-    expected = np.asarray(_lax_conv(op, x, w))
+    expected = np.asarray(cpu_oracle(_lax_conv)(op, x, w))
     assert expected.dtype == eager.dtype and expected.shape == eager.shape
     _close(eager, expected, expected.dtype)
     _close(staged, expected, expected.dtype)
     _close(op.reference(x, w), expected, expected.dtype)
     if expected.size == 0:
         return  # jax emits no convolution for an empty result
-    # The HLO text is XLA's spelling of the same convolution.
+    # The HLO text is XLA's spelling of the same convolution, at the configured precision
+    # (a GPU run configures "highest": tests/conftest.py), as jax spells it at the same.
     types = (hd.array(x).type, hd.array(w).type)
     ours = ", ".join(op.attributes(types, op.result_type(*types), None))
-    assert ours == _xla_attributes(lambda a, b: _lax_conv(op, a, b), x, w)
+    assert ours == _xla_attributes(lambda a, b: _lax_conv(op, a, b), x, w,
+                                   precision=hd.config.default_matmul_precision)
+
+
+@pytest.mark.parametrize("precision", ["default", "highest"])
+def test_convolution_text_at_each_configured_precision_is_jaxs(monkeypatch, precision):
+    # The hypothesis test above compares at the suite's configuration; this one at both.
+    monkeypatch.setattr(hd.config, "default_matmul_precision", precision)
+    op = Convolution(window_strides=(2,), padding=((1, 0),), feature_group_count=2)
+    x, w = np.ones((1, 4, 5), np.float32), np.ones((2, 2, 3), np.float32)
+    types = (hd.array(x).type, hd.array(w).type)
+    ours = ", ".join(op.attributes(types, op.result_type(*types), None))
+    assert ours == _xla_attributes(lambda a, b: _lax_conv(op, a, b), x, w, precision=precision)
+    assert ("operand_precision={highest,highest}" in ours) == (precision == "highest")
 
 
 def test_convolution_labels_defaults_and_text():

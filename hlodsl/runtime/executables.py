@@ -6,6 +6,7 @@ tracing, ``jit``, ``lax`` or ``numpy`` implements any part of hlodsl. Every
 call that reaches a private jax/jaxlib name goes through hlodsl.jaxlib_compat,
 which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
 
+>>> from hlodsl.runtime.buffers import to_host
 >>> exe = compile_hlo('''HloModule m
 ... ENTRY e {
 ...   ROOT c = f32[2] constant({1, 2})
@@ -112,8 +113,10 @@ COMPILER_OPTIONS: dict[str, dict[str, str]] = {
 def compiler_options() -> dict[str, str]:
     """The XLA options hlodsl's compiles set on this platform (see ``COMPILER_OPTIONS``).
 
-    >>> compiler_options() if platform() == "cpu" else {}
+    >>> COMPILER_OPTIONS["cpu"]
     {'xla_cpu_experimental_ynn_fusion_type': 'LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT'}
+    >>> compiler_options() == COMPILER_OPTIONS.get(platform(), {})  # none set in XLA_FLAGS
+    True
     """
     flags = os.environ.get("XLA_FLAGS", "")
     return {k: v for k, v in COMPILER_OPTIONS.get(platform(), {}).items()
