@@ -17,10 +17,12 @@ which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import re
+import threading
 
 import numpy as np
 import jax
@@ -34,7 +36,7 @@ from .client import backend, device_count, platform, track, x64
 from .lapack import initialize_lapack
 
 __all__ = ["Executable", "compile_hlo", "compile_and_load", "stats", "COMPILER_OPTIONS",
-           "compiler_options", "release_host_memory", "cost_analysis", "explain",
+           "compiler_options", "extra_compiler_options", "release_host_memory", "cost_analysis", "explain",
            "with_handlers", "METADATA"]
 
 
@@ -123,9 +125,31 @@ def compiler_options() -> dict[str, str]:
             if f"--{k}=" not in flags}
 
 
+_EXTRA = threading.local()
+
+
+@contextlib.contextmanager
+def extra_compiler_options(options: dict[str, str | bool | int]):
+    """XLA options added to the compiles this thread makes inside the block (the
+    persistent cache keys them too): ``hd.profile`` compiles its program for XLA:GPU
+    with ``xla_gpu_enable_command_buffer`` empty, as jax does for its profiles.
+
+    >>> with extra_compiler_options({"xla_cpu_enable_fast_math": False}):
+    ...     _options(1, 1).env_option_overrides[-1]
+    ('xla_cpu_enable_fast_math', False)
+    """
+    before = getattr(_EXTRA, "options", {})
+    _EXTRA.options = {**before, **options}
+    try:
+        yield
+    finally:
+        _EXTRA.options = before
+
+
 def _options(num_replicas: int, num_partitions: int):
     opts = xc.CompileOptions()
-    opts.env_option_overrides = list(compiler_options().items())
+    opts.env_option_overrides = list({**compiler_options(),
+                                      **getattr(_EXTRA, "options", {})}.items())
     n = num_replicas * num_partitions
     if n > 1:
         if n > device_count():

@@ -35,7 +35,7 @@ __all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "legaliz
            "module_text", "result_handler", "device_put", "collect_garbage", "client_started",
            "can_bind_lapack", "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
            "to_portable_artifact", "from_portable_artifact", "portable_artifact_text",
-           "profile_events"]
+           "profile_events", "device_work"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -369,9 +369,40 @@ def _completed(starts: list, ends: dict) -> list[XlaEvent]:
     return out
 
 
-def profile_events(run: Callable[[], None]) -> tuple[list[XlaEvent], bool]:
+def device_work(starts: list, keep_on_host: frozenset = frozenset()) -> list:
+    """Of ``(event, duration)`` pairs from host and device planes, the device's, each
+    kernel once per plane (a stream's line and the derived lines repeat it), and the host
+    events of the instructions ``keep_on_host`` names (see ``profile_events``).
+
+    >>> e = XlaEvent("fusion.1", "m", 0, ("/device:GPU:0", "Stream #7"), 10, 10)
+    >>> w = XlaEvent("while.2", "m", 0, ("/host:CPU", "tf_pjrt_thread"), 5, 5)
+    >>> launch = XlaEvent("fusion.1", "m", 0, ("/host:CPU", "tf_pjrt_thread"), 8, 8)
+    >>> again = e._replace(thread=("/device:GPU:0", "XLA Ops"))
+    >>> [p[0].instruction for p in device_work([(e, 3), (w, 20), (launch, 1), (again, 3)],
+    ...                                        frozenset({"while.2"}))]
+    ['fusion.1', 'while.2']
+    """
+    seen: set = set()
+    kept = []
+    for pair in starts:
+        e = pair[0]
+        key = (e.thread[0], e.instruction, e.run, e.start_ns, pair[1])
+        if (e.thread[0].startswith("/device:") or e.instruction in keep_on_host) \
+                and key not in seen:
+            seen.add(key)
+            kept.append(pair)
+    return kept
+
+
+def profile_events(run: Callable[[], None], keep_on_host: frozenset = frozenset()
+                   ) -> tuple[list[XlaEvent], bool]:
     """Call ``run()`` under XLA's profiler; the events that name an HLO instruction, and
     whether they came from a device plane (``/device:...``; else from host threads).
+
+    With device events, the host's are launches, not the work, and are dropped, except
+    those of the instructions ``keep_on_host`` names (a ``while`` runs no kernel of its
+    own: its host event encloses its body's kernels). A device kernel the profiler shows
+    on several lines of its plane (a stream's and the derived ones) counts once.
 
     Uses jax's public profiler (``jax.profiler.start_trace``/``stop_trace`` into a
     temporary folder, read back with ``jax.profiler.ProfileData``): it collects
@@ -422,7 +453,7 @@ def profile_events(run: Callable[[], None]) -> tuple[list[XlaEvent], bool]:
                                             (plane.name, line.name), start, start),
                                    int(e.duration_ns)))
     if device:  # a device's own kernels: the host's launch events are not the work
-        starts = [p for p in starts if p[0].thread[0].startswith("/device:")]
+        starts = device_work(starts, keep_on_host)
     for times in ends.values():
         times.sort()
     return _completed(starts, ends), device
