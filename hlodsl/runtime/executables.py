@@ -311,8 +311,41 @@ _drain_call_records = compat.collect_garbage
 METADATA = re.compile(r", metadata=\{[^}]*\}")
 
 
+_GRID = re.compile(r"Kernel '([^']+)' launch needs more blocks \((\d+), (\d+)\) than allowed "
+                   r"by hardware \((\d+), (\d+)\)")
+_ARRAY = re.compile(r"\b([a-z]+\d*[a-z0-9]*)\[([\d,]+)\]")
+
+
+def _largest_array(text: str) -> str:
+    """The array type of the most elements that ``text`` names (``f32[2305843009213693951]``)."""
+    best, size = "", -1
+    for m in _ARRAY.finditer(text):
+        n = int(np.prod([int(d) for d in m.group(2).split(",")], dtype=object))
+        if n > size:
+            best, size = m.group(0), n
+    return best
+
+
 def explain(text: str, message: str, be=None, opts=None, n: int = 1) -> str:
-    """Our message for an XLA rejection: its most precise error and the lines it names."""
+    """Our message for an XLA rejection: its most precise error and the lines it names.
+
+    A kernel grid larger than the device allows is no bug of hlodsl's but an array too
+    large for any kernel (XLA:GPU's RET_CHECK says it in its own words):
+
+    >>> print(explain("ROOT z = f32[4611686018427387903] broadcast(c)", "INTERNAL: RET_CHECK "
+    ...               "failure ... Kernel 'loop_broadcast_fusion' launch needs more blocks "
+    ...               "(2147483393, 8388609) than allowed by hardware (2147483647, 65535)."))
+    XLA:GPU cannot launch a kernel over f32[4611686018427387903]: its kernel
+    'loop_broadcast_fusion' needs a grid of 2147483393 x 8388609 blocks, the device
+    allows 2147483647 x 65535; no GPU kernel covers an array this large (nor does any
+    GPU's memory)
+    """
+    grid = _GRID.search(message)
+    if grid:
+        kernel, bx, by, lx, ly = grid.groups()
+        return (f"XLA:GPU cannot launch a kernel over {_largest_array(text)}: its kernel "
+                f"'{kernel}' needs a grid of {bx} x {by} blocks, the device allows {lx} x {ly}; "
+                "no GPU kernel covers an array this large (nor does any GPU's memory)")
     lines = text.splitlines()
     # With source metadata, verifier errors name Python lines (file:line:col);
     # compiling once more without it makes them name the HLO instruction.
