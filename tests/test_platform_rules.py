@@ -18,10 +18,12 @@ def test_cpu_oracle_runs_jax_on_its_cpu_device_at_full_precision():
         seen["precision"] = jax.config.jax_default_matmul_precision
         return jnp.asarray(x) @ jnp.asarray(x)
 
+    before = jax.config.jax_default_matmul_precision  # None; "highest" off the CPU
     out = square(np.eye(2, dtype=np.float32))
     assert {d.platform for d in out.devices()} == {"cpu"}
     assert seen == {"device": jax.devices("cpu")[0], "precision": "highest"}
-    assert jax.config.jax_default_matmul_precision is None  # only while the oracle runs
+    assert jax.config.jax_default_device is None  # only while the oracle runs
+    assert jax.config.jax_default_matmul_precision == before
 
 
 def test_needs_devices_skips_with_the_reason_where_the_backend_has_fewer():
