@@ -13,9 +13,9 @@ import string
 import attrs
 import numpy as np
 
-from hlodsl.arrays.dtypes import ElementType, Floating, Number, element_type
-from hlodsl.errors import require
-from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.dtypes import ComplexFloating, ElementType, Floating, Number, element_type
+from hlodsl.errors import require, user_location
+from hlodsl.ir.op import HloOp, frozen, result_type_of, wrap_node
 from hlodsl.arrays.types import ArrayType
 
 from ._checks import (check_dims, dims, dims_text, operand_precision,
@@ -167,6 +167,24 @@ class Dot(HloOp, opcode="dot"):
                  + lhs.dims(self._free(lhs, self.lhs_contracting + self.lhs_batch))
                  + rhs.dims(self._free(rhs, self.rhs_contracting + self.rhs_batch)))
         return ArrayType(out, shape)
+
+    def stage(self, builder, args):
+        pet = self.preferred_element_type
+        if pet is None or pet is args[0].dtype or not issubclass(pet, ComplexFloating) \
+                or target_platform() != "gpu":
+            return HloOp.stage(self, builder, args)
+        # NOTE: XLA:GPU has no complex GEMM to a wider type ("GEMM is not supported by
+        # cublasLt and legacy cublas fallback is removed"): the operands are widened
+        # first, the same products and sums in the wider type. Recorded as nodes, so
+        # transformations see one Dot.
+        from .convert import Convert
+
+        rtype = result_type_of(self, tuple(a.type for a in args))
+        loc = user_location()
+        wide = tuple(builder.add(Convert(pet), (builder.node_of(a),), ArrayType(pet, a.shape), loc)
+                     for a in args)
+        return wrap_node(builder, builder.add(attrs.evolve(self, preferred_element_type=None),
+                                              wide, rtype, loc))
 
     def attributes(self, operand_types, result_type, ctx):
         out = []

@@ -123,3 +123,24 @@ def test_algorithm_needs_floating_operands():
     x = hd.array(np.ones((2, 2), np.int32))
     with pytest.raises(hd.ShapeError, match="algorithm=dot_f32_f32_f32 needs floating-point"):
         ops.Dot((1,), (0,), algorithm="dot_f32_f32_f32")(x, x)
+
+
+def test_staging_for_a_gpu_widens_complex_operands_a_wider_result_needs(monkeypatch):
+    # XLA:GPU has no complex GEMM to a wider type ("GEMM is not supported by cublasLt and
+    # legacy cublas fallback is removed"): the operands are converted first there.
+    z = (np.arange(6).reshape(3, 2) + 1j).astype(np.complex64)
+    op = ops.Dot((0,), (0,), preferred_element_type=hd.complex128)
+    here = np.asarray(op(hd.array(z), hd.array(z)))
+    text = str(hd.code_hlo(lambda x: op(x, x), hd.array(z)))
+    if PLATFORM != "gpu":
+        assert " convert(" not in text and "c128[2,2] dot(x, x)" in text
+    monkeypatch.setattr(dot_module, "target_platform", lambda: "gpu")
+    text = str(hd.code_hlo(lambda x: op(x, x), hd.array(z)))
+    assert "convert.1 = c128[3,2] convert(x)" in text
+    assert "c128[2,2] dot(convert.1, convert.1), lhs_contracting_dims={0}" in text
+    real = ops.Dot((0,), (0,), preferred_element_type=hd.float64)  # only complex is widened
+    assert " convert(" not in str(hd.code_hlo(lambda x: real(x, x),
+                                              hd.array(z.real.astype(np.float32))))
+    if PLATFORM != "gpu":  # the same products and sums, in complex128
+        np.testing.assert_array_equal(np.asarray(hd.compile(lambda x: op(x, x))(hd.array(z))),
+                                      here)
