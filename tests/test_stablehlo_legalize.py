@@ -79,3 +79,10 @@ def test_the_optimised_module_keeps_the_algorithm_of_a_rank_2_dot():
 def test_a_module_with_neither_is_handed_on_as_xla_converted_it():
     data = b"ML\xefR" + b"\x00" * 16  # not parsed at all: no copy, no algorithm in it
     assert compat.legalize(data) is data
+
+
+def test_a_copy_that_carries_a_sharding_stays():
+    # A sharded copy is a hint to XLA's partitioner (no such copy comes from hlodsl's ops).
+    text = ("HloModule m\n\nENTRY m {\n  x = f32[8] parameter(0)\n"
+            "  ROOT c = f32[8] copy(x), sharding={devices=[2]0,1}\n}\n")
+    assert "mhlo.copy" in compat.module_text(compat.hlo_to_stablehlo(text))

@@ -123,6 +123,7 @@ def hlo_to_stablehlo(text: str) -> bytes:
 #   carries the algorithm as jax writes it.
 # Both names are strings of the bytecode: a module without them is not parsed at all.
 _LEGALIZED = (b"copy", b"algorithm")
+_SHARDINGS = ("mhlo.sharding", "mhlo.frontend_attributes")
 
 
 @functools.lru_cache(maxsize=None)
@@ -177,8 +178,9 @@ def legalize(data: bytes) -> bytes:
         found = []
 
         def visit(op):
-            if op.name == "mhlo.copy" or (op.name == "stablehlo.dot"
-                                          and "algorithm" in op.attributes):
+            # A copy that carries a sharding is a partitioner's hint: it stays.
+            if (op.name == "mhlo.copy" and not any(a in _SHARDINGS for a in op.attributes)) \
+                    or (op.name == "stablehlo.dot" and "algorithm" in op.attributes):
                 found.append(op)
             return ir.WalkResult.ADVANCE
 
