@@ -71,7 +71,9 @@ def _():
     ours = hd.code_hlo(lambda a, b: ops.Multiply()(a, b), hd.array(x), hd.array(x),
                        optimize=True)
     theirs = jax.jit(lax.mul).lower(x, x).compile().as_text()
-    pick = lambda t: [ln.strip() for ln in str(t).splitlines() if "multiply" in ln or "fusion" in ln]
+    def pick(text):
+        return [ln.strip() for ln in str(text).splitlines() if "multiply" in ln or "fusion" in ln]
+
     return f"ours {pick(ours)} | jax {pick(theirs)}"
 
 

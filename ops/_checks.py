@@ -222,7 +222,7 @@ def dims_text(axes) -> str:
 
 def target_platform() -> str:
     """The platform an op is staged for (``"cpu"``, ``"gpu"``, ...), where what the
-    op emits depends on it (a GPU's dot algorithms, TopK's sign flip, ...): the
+    op emits depends on it (the dot algorithms and complex GEMMs a GPU runs): the
     platform of the runtime that compiles it.
 
     >>> target_platform() == runtime.platform()

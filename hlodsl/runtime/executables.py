@@ -36,8 +36,8 @@ from .client import backend, device_count, platform, track, x64
 from .lapack import initialize_lapack
 
 __all__ = ["Executable", "compile_hlo", "compile_and_load", "stats", "COMPILER_OPTIONS",
-           "compiler_options", "extra_compiler_options", "release_host_memory", "cost_analysis", "explain",
-           "with_handlers", "METADATA"]
+           "compiler_options", "extra_compiler_options", "release_host_memory",
+           "cost_analysis", "explain", "with_handlers", "METADATA"]
 
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
