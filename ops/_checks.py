@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlodsl import runtime
 from hlodsl.arrays.dtypes import Floating
 from hlodsl.errors import require
 from hlodsl.settings import PRECISIONS, config
 
 __all__ = ["integer", "non_negative", "real", "function", "functions", "optional", "flag",
            "dims", "sizes", "one_of", "operand_precision", "precision_attributes", "check_dims",
-           "check_permutation", "check_one_float_precision", "num_windows", "dims_text",
-           "target_platform"]
+           "check_permutation", "check_one_float_precision", "num_windows", "dims_text"]
 
 # Converters of static operands. They refuse what does not mean what it looks
 # like (``Reshape((2.9, 6))`` must not be ``(2, 6)``, nor ``True`` a size 1);
@@ -219,13 +217,3 @@ def num_windows(op, operand_types, where: str, size: int, padding: tuple[int, in
 def dims_text(axes) -> str:
     return "{" + ",".join(str(a) for a in axes) + "}"
 
-
-def target_platform() -> str:
-    """The platform an op is staged for (``"cpu"``, ``"gpu"``, ...), where what the
-    op emits depends on it (the dot algorithms and complex GEMMs a GPU runs): the
-    platform of the runtime that compiles it.
-
-    >>> target_platform() == runtime.platform()
-    True
-    """
-    return runtime.platform()

@@ -16,10 +16,10 @@ import numpy as np
 from hlodsl.arrays.dtypes import ComplexFloating, ElementType, Floating, Number, element_type
 from hlodsl.errors import require, user_location
 from hlodsl.ir.op import HloOp, frozen, result_type_of, wrap_node
+from hlodsl.ir.target import target_platform
 from hlodsl.arrays.types import ArrayType
 
-from ._checks import (check_dims, dims, dims_text, operand_precision,
-                      precision_attributes, target_platform)
+from ._checks import check_dims, dims, dims_text, operand_precision, precision_attributes
 
 __all__ = ["Dot"]
 

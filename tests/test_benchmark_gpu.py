@@ -39,9 +39,9 @@ def test_quick_rows_give_positive_finite_times(quick):
     assert quick["errors"] == {}
     assert quick["device"].startswith(("cpu", "gpu", "cuda"))
     cases = [r["case"] for r in quick["rows"]]
-    # one row each, two for GEMM (bf16, f32), five for linalg; attention has a second
+    # one row each, two for GEMM (bf16, f32), ten for linalg; attention has a second
     # row, against torch's SDPA, where torch has CUDA
-    assert len(cases) == 1 + 2 + 1 + 1 + (1 + _torch_cuda()) + 5, cases
+    assert len(cases) == 1 + 2 + 1 + 1 + (1 + _torch_cuda()) + 10, cases
     assert any("bf16" in c for c in cases) and any("cholesky" in c for c in cases)
     for r in quick["rows"]:
         for key in ("ours_s", "peer_s", "ratio"):

@@ -98,17 +98,18 @@ def test_an_algorithm_dot_has_default_precision_whatever_the_configured_one(monk
     ("dot_f64_f64_f64", np.float32, None, False),
     ("dot_f64_f64_f64", np.float64, None, True),
 ])
-def test_staging_for_a_gpu_refuses_what_xla_gpu_cannot_run(monkeypatch, algorithm, dtype,
-                                                            preferred, runs):
-    monkeypatch.setattr(dot_module, "target_platform", lambda: "gpu")
+def test_staging_for_a_gpu_refuses_what_xla_gpu_cannot_run(algorithm, dtype, preferred, runs):
     a = hd.array(A.astype(dtype))
     op = ops.Dot((1,), (0,), algorithm=algorithm, preferred_element_type=preferred)
     if runs:
-        assert f"algorithm={algorithm}" in str(hd.code_hlo(lambda x: op(x, x.T), a))
+        text = str(hd.code_hlo(lambda x: op(x, x.T), a, platform="gpu"))
+        assert f"algorithm={algorithm}" in text and "operand_precision" not in text
     else:
         with pytest.raises(hd.ShapeError, match=f"XLA:GPU cannot run algorithm={algorithm} on "
                                                 f"{np.dtype(dtype).name} operands"):
-            hd.code_hlo(lambda x: op(x, x.T), a)
+            hd.code_hlo(lambda x: op(x, x.T), a, platform="gpu")
+    assert f"algorithm={algorithm}" in str(hd.code_hlo(lambda x: op(x, x.T), a,
+                                                       platform="cpu"))  # XLA:CPU takes all
 
 
 def test_unsupported_and_unknown_algorithms_are_refused_at_construction():
@@ -130,17 +131,17 @@ def test_staging_for_a_gpu_widens_complex_operands_a_wider_result_needs(monkeypa
     # legacy cublas fallback is removed"): the operands are converted first there.
     z = (np.arange(6).reshape(3, 2) + 1j).astype(np.complex64)
     op = ops.Dot((0,), (0,), preferred_element_type=hd.complex128)
-    here = np.asarray(op(hd.array(z), hd.array(z)))
-    text = str(hd.code_hlo(lambda x: op(x, x), hd.array(z)))
-    if PLATFORM != "gpu":
-        assert " convert(" not in text and "c128[2,2] dot(x, x)" in text
-    monkeypatch.setattr(dot_module, "target_platform", lambda: "gpu")
-    text = str(hd.code_hlo(lambda x: op(x, x), hd.array(z)))
+    text = str(hd.code_hlo(lambda x: op(x, x), hd.array(z), platform="cpu"))
+    assert " convert(" not in text and "c128[2,2] dot(x, x)" in text
+    text = str(hd.code_hlo(lambda x: op(x, x), hd.array(z), platform="gpu"))
     assert "convert.1 = c128[3,2] convert(x)" in text
     assert "c128[2,2] dot(convert.1, convert.1), lhs_contracting_dims={0}" in text
     real = ops.Dot((0,), (0,), preferred_element_type=hd.float64)  # only complex is widened
     assert " convert(" not in str(hd.code_hlo(lambda x: real(x, x),
-                                              hd.array(z.real.astype(np.float32))))
-    if PLATFORM != "gpu":  # the same products and sums, in complex128
-        np.testing.assert_array_equal(np.asarray(hd.compile(lambda x: op(x, x))(hd.array(z))),
-                                      here)
+                                              hd.array(z.real.astype(np.float32)), platform="gpu"))
+    # The same products and sums, in complex128: what the GPU's form computes, run here.
+    here = np.asarray(op(hd.array(z), hd.array(z)))
+    monkeypatch.setattr(dot_module, "target_platform", lambda: "gpu")
+    widened = hd.compile(lambda x: op(x, x))
+    assert " convert(" in str(hd.code_hlo(widened, hd.array(z)))
+    np.testing.assert_array_equal(np.asarray(widened(hd.array(z))), here)

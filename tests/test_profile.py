@@ -215,3 +215,17 @@ def test_device_kernels_without_run_ids_are_numbered_by_session_and_counted_once
     assert [(p[0].instruction, p[1]) for p in kept] == [("fusion.1", 5), ("while.1", 30)]
     assert {e.run for e in _numbered([p[0] for p in kept], 4)} == {-6}
     assert _numbered([kernel._replace(run=7)], 4)[0].run == 7
+
+
+@compat
+def test_a_donating_step_is_profiled_on_copies_of_its_donated_arguments():
+    step = hd.compile(lambda w, x: (w - 0.5 * (w @ x), (w @ x).sum()), donate_argnums=0)
+    w = hd.array(np.eye(32, dtype=np.float32))
+    x = hd.array(np.ones((32, 32), np.float32))
+    p = hd.profile(step, w, x, runs=3)
+    assert p.runs == 3 and p.total_ns > 0 and p.instructions
+    np.testing.assert_array_equal(np.asarray(w), np.eye(32))  # still the caller's, readable
+    new, _ = step(w, x)  # and donated by a call of the user's own
+    np.testing.assert_allclose(np.asarray(new), np.eye(32) - 0.5)
+    with pytest.raises(hd.DonatedArrayError):
+        np.asarray(w)
