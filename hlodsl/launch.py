@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 
-__all__ = ["main", "launch"]
+__all__ = ["main", "launch", "host_environment"]
 
 
 def _free_port() -> int:
@@ -44,6 +44,25 @@ def _pump(stream, prefix: str, out) -> None:
     for line in iter(stream.readline, ""):
         out.write(f"{prefix}{line}")
         out.flush()
+
+
+def host_environment(devices: int, cpu: bool = True, base=None) -> dict[str, str]:
+    """The environment (``base``, default ``os.environ``) of a process that runs hlodsl on
+    ``devices`` CPU devices of this machine: XLA_FLAGS forcing the host device count and,
+    with ``cpu``, ``HLODSL_PLATFORM=cpu`` (processes on one machine share no GPU; a run
+    meant to equal theirs must be on the CPU as well).
+
+    >>> env = host_environment(4, base={"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
+    >>> env["HLODSL_PLATFORM"], env["XLA_FLAGS"]
+    ('cpu', '--xla_force_host_platform_device_count=4')
+    """
+    env = dict(os.environ if base is None else base)
+    flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "", env.get("XLA_FLAGS", ""))
+    env["XLA_FLAGS"] = " ".join((flags + f" --xla_force_host_platform_device_count={devices}")
+                                .split())
+    if cpu:
+        env["HLODSL_PLATFORM"] = "cpu"
+    return env
 
 
 def launch(argv: list[str], n: int, devices_per_process: int = 2, grace_s: float = 10.0,
@@ -60,16 +79,11 @@ def launch(argv: list[str], n: int, devices_per_process: int = 2, grace_s: float
     bad = [i for i in ids if not 0 <= i < n]
     if bad or len(set(ids)) != len(ids):
         raise ValueError(f"hlodsl.launch: process ids {ids} must be distinct and in [0, {n})")
-    flags = re.sub(r"--xla_force_host_platform_device_count=\d+", "",
-                   os.environ.get("XLA_FLAGS", ""))
+    base = host_environment(devices_per_process, cpu=local)
     procs, pumps = [], []
     for i in ids:
-        env = dict(os.environ, HLODSL_COORDINATOR=coordinator,
-                   HLODSL_NUM_PROCESSES=str(n), HLODSL_PROCESS_ID=str(i),
-                   XLA_FLAGS=(flags + f" --xla_force_host_platform_device_count="
-                              f"{devices_per_process}").strip())
-        if local:
-            env["HLODSL_PLATFORM"] = "cpu"
+        env = dict(base, HLODSL_COORDINATOR=coordinator, HLODSL_NUM_PROCESSES=str(n),
+                   HLODSL_PROCESS_ID=str(i))
         p = subprocess.Popen([sys.executable, *argv], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         t = threading.Thread(target=_pump, args=(p.stdout, f"[{i}] ", out), daemon=True)

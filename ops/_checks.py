@@ -216,3 +216,4 @@ def num_windows(op, operand_types, where: str, size: int, padding: tuple[int, in
 
 def dims_text(axes) -> str:
     return "{" + ",".join(str(a) for a in axes) + "}"
+

@@ -28,6 +28,7 @@ import numpy as np
 from hlodsl.arrays.dtypes import element_type
 from hlodsl.ir.structural import Constant
 
+from ._bits import exact_negate
 from .binary import Add, And, Atan2, Divide, Maximum, Minimum, Multiply, Or, Subtract
 from .bitcast_convert import BitcastConvert
 from .broadcast import Broadcast
@@ -254,10 +255,12 @@ def _tanh_parts(x, y):
 
 def _rotated(fn, z):
     """-i fn(i z): sin from sinh, tan from tanh (the standard's definition of their
-    special values); multiplying by i swaps the parts, so nothing is rounded."""
+    special values); multiplying by i swaps the parts, so nothing is rounded. The parts
+    change sign on their bits: ``fn`` reads the sign of a NaN part (asin(inf + nan i) =
+    nan + inf i, as numpy), which HLO's negate leaves to the platform (ops/_bits.py)."""
     x, y = _parts(z)
-    p, q = fn(_neg(y), x)
-    return Complex()(q, _neg(p))
+    p, q = fn(exact_negate(y), x)
+    return Complex()(q, exact_negate(p))
 
 
 def sinh(z):
@@ -280,7 +283,7 @@ def sin(z):
 def cos(z):
     """cos(z) = cosh(i z)."""
     x, y = _parts(z)
-    return Complex()(*_cosh_parts(_neg(y), x))
+    return Complex()(*_cosh_parts(exact_negate(y), x))
 
 
 def tan(z):

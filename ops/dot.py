@@ -13,13 +13,13 @@ import string
 import attrs
 import numpy as np
 
-from hlodsl.arrays.dtypes import ElementType, Floating, Number, element_type
-from hlodsl.errors import require
-from hlodsl.ir.op import HloOp, frozen
+from hlodsl.arrays.dtypes import ComplexFloating, ElementType, Floating, Number, element_type
+from hlodsl.errors import require, user_location
+from hlodsl.ir.op import HloOp, frozen, result_type_of, wrap_node
+from hlodsl.ir.target import target_platform
 from hlodsl.arrays.types import ArrayType
 
-from ._checks import (check_dims, dims, dims_text, operand_precision,
-                      precision_attributes)
+from ._checks import check_dims, dims, dims_text, operand_precision, precision_attributes
 
 __all__ = ["Dot"]
 
@@ -39,6 +39,35 @@ ALGORITHMS = (
 )
 #: Algorithms XLA knows that the backend here cannot run, with the reason.
 REFUSED_ALGORITHMS = {"dot_bf16_bf16_f32_x9": "XLA:CPU crashes (segfault) compiling it"}
+
+_F8_OUT = ("bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2")
+#: What XLA:GPU runs each algorithm on: operand element type -> the result element types
+#: it allows (XLA's ``algorithm_util::IsSupportedDotAlgorithmOnGpu``, for a dot of two
+#: operands of one type, as hlodsl's Dot takes; the f8 ones need compute capability 8.9).
+#: ``dot_f16_f16_f16`` and ``dot_bf16_bf16_bf16`` run on no GPU. XLA:GPU fails to compile
+#: anything else, so staging for a GPU refuses it with a ShapeError.
+GPU_ALGORITHMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "dot_any_f8_any_f8_f32": {"float8_e4m3fn": _F8_OUT},
+    "dot_any_f8_any_f8_f32_fast_accum": {"float8_e4m3fn": _F8_OUT},
+    "dot_f16_f16_f16": {},
+    "dot_f16_f16_f32": {"float16": ("float16", "float32")},
+    "dot_bf16_bf16_bf16": {},
+    "dot_bf16_bf16_f32": {"bfloat16": ("bfloat16", "float32"), "float32": ("float32",)},
+    "dot_bf16_bf16_f32_x3": {"float32": ("float32",)},
+    "dot_bf16_bf16_f32_x6": {"float32": ("float32",)},
+    "dot_tf32_tf32_f32": {"float32": ("float32",)},
+    "dot_tf32_tf32_f32_x3": {"float32": ("float32",)},
+    "dot_f32_f32_f32": {"float32": ("float32",)},
+    "dot_f64_f64_f64": {"float64": ("float64",)},
+}
+
+
+def _gpu_algorithm_message(algorithm: str, operand: str, result: str) -> str:
+    takes = GPU_ALGORITHMS[algorithm]
+    what = ("; ".join(f"{t} operands to {' or '.join(outs)}" for t, outs in takes.items())
+            or "nothing: XLA:GPU has no kernel for it")
+    return (f"XLA:GPU cannot run algorithm={algorithm} on {operand} operands with a {result} "
+            f"result; it takes {what}")
 
 
 def _algorithm(x):
@@ -97,6 +126,10 @@ class Dot(HloOp, opcode="dot"):
     def __attrs_post_init__(self):
         check_paired_dims(self)
         check_dims(self, "rhs dimensions", self.rhs_contracting + self.rhs_batch)
+        if self.algorithm is not None and self.precision not in (None, ("default",) * 2):
+            # XLA: "must specify DEFAULT precision config when algorithm is set"
+            raise ValueError(f"{self!r}: an algorithm sets the dot's precision itself; give "
+                             "precision=None (or 'default') with it")
 
     def _free(self, t: ArrayType, used) -> tuple[int, ...]:
         return tuple(d for d in range(t.rank) if d not in used)
@@ -115,6 +148,11 @@ class Dot(HloOp, opcode="dot"):
                 f"{'float16' if issubclass(lhs.dtype, Floating) else 'int8'} first")
         require(self.algorithm is None or issubclass(lhs.dtype, Floating), self, ops,
                 f"algorithm={self.algorithm} needs floating-point operands")
+        out = self.preferred_element_type or lhs.dtype
+        if self.algorithm is not None and target_platform() == "gpu":
+            allowed = GPU_ALGORITHMS[self.algorithm].get(lhs.dtype.__name__, ())
+            require(out.__name__ in allowed, self, ops, _gpu_algorithm_message(
+                self.algorithm, lhs.dtype.__name__, out.__name__))
         for name, t, axes in (("lhs", lhs, self.lhs_contracting + self.lhs_batch),
                               ("rhs", rhs, self.rhs_contracting + self.rhs_batch)):
             require(all(a < t.rank for a in axes), self, ops,
@@ -128,7 +166,25 @@ class Dot(HloOp, opcode="dot"):
         shape = (lhs.dims(self.lhs_batch)
                  + lhs.dims(self._free(lhs, self.lhs_contracting + self.lhs_batch))
                  + rhs.dims(self._free(rhs, self.rhs_contracting + self.rhs_batch)))
-        return ArrayType(self.preferred_element_type or lhs.dtype, shape)
+        return ArrayType(out, shape)
+
+    def stage(self, builder, args):
+        pet = self.preferred_element_type
+        if pet is None or pet is args[0].dtype or not issubclass(pet, ComplexFloating) \
+                or target_platform() != "gpu":
+            return HloOp.stage(self, builder, args)
+        # NOTE: XLA:GPU has no complex GEMM to a wider type ("GEMM is not supported by
+        # cublasLt and legacy cublas fallback is removed"): the operands are widened
+        # first, the same products and sums in the wider type. Recorded as nodes, so
+        # transformations see one Dot.
+        from .convert import Convert
+
+        rtype = result_type_of(self, tuple(a.type for a in args))
+        loc = user_location()
+        wide = tuple(builder.add(Convert(pet), (builder.node_of(a),), ArrayType(pet, a.shape), loc)
+                     for a in args)
+        return wrap_node(builder, builder.add(attrs.evolve(self, preferred_element_type=None),
+                                              wide, rtype, loc))
 
     def attributes(self, operand_types, result_type, ctx):
         out = []
@@ -138,7 +194,9 @@ class Dot(HloOp, opcode="dot"):
         out += [f"lhs_contracting_dims={dims_text(self.lhs_contracting)}",
                 f"rhs_contracting_dims={dims_text(self.rhs_contracting)}"]
         if self.algorithm is not None:
-            out.append(f"algorithm={self.algorithm}")
+            # The algorithm fixes the precision: XLA requires DEFAULT beside it, whatever
+            # hd.config's default_matmul_precision says (jax writes the same).
+            return [*out, f"algorithm={self.algorithm}"]
         return out + precision_attributes(self.precision)
 
     def reference(self, lhs, rhs):

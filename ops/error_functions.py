@@ -24,21 +24,33 @@ import math
 
 import numpy as np
 
-from hlodsl.arrays.dtypes import bfloat16, float32
+from hlodsl.arrays.dtypes import uint32, uint64
 
 from . import _special_coefficients as K
 from ._special import SpecialUnary, add, c, chebyshev, div, lt, mul, select, sub
+from .binary import And
+from .bitcast_convert import BitcastConvert
 from .compare import Compare
-from .convert import Convert
 from .unary import Abs, Exp, Expm1, Log1p, Sign, Sqrt
 
 __all__ = ["ErfInv", "Erfc"]
 
 
+#: Mantissa masks keeping the high bits of a float: 12 significant bits of a float32, 26
+#: of a float64, so hi^2 is exact in the type.
+_HIGH_BITS = {"float32": (uint32, 0xFFFFF000), "float64": (uint64, 0xFFFFFFFFF8000000)}
+
+
 def _exp_minus_square(x):
     """exp(-x^2) for x >= 0, with x^2 split exactly: x = hi + lo, hi^2 exact."""
-    narrow = bfloat16 if x.dtype is float32 else float32  # hi: half the mantissa or less
-    hi = Convert(x.dtype)(Convert(narrow)(x))
+    # NOTE: hi is x with its low mantissa bits cleared, in integer space. A round trip
+    # through a narrower float (f32 -> bf16 -> f32) is no split on XLA:GPU: with excess
+    # precision allowed (its default) it removes such convert pairs, leaving hi = x,
+    # lo = 0 and exp(-x^2) with x^2's rounding error (18 ulp at x = 8.1 in f32, 253 at
+    # x = 25.8 in f64).
+    bits, mask = _HIGH_BITS[x.dtype.__name__]
+    as_bits = BitcastConvert(bits)(x)
+    hi = BitcastConvert(x.dtype)(And()(as_bits, c(mask, as_bits)))
     lo = sub(x, hi)
     big = Exp()(mul(hi, sub(c(0, x), hi)))
     # e + e * expm1(d), not exp(-hi^2) * exp(d): XLA rewrites a product of exps into

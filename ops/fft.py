@@ -11,8 +11,8 @@ import attrs
 import numpy as np
 
 from hlodsl.arrays.dtypes import ComplexFloating, complex64, complex128, float32, float64
-from hlodsl.errors import require
-from hlodsl.ir.op import HloOp, frozen
+from hlodsl.errors import require, user_location
+from hlodsl.ir.op import HloOp, frozen, result_type_of, wrap_node
 from hlodsl.arrays.types import ArrayType
 
 from ._checks import dims, dims_text, one_of
@@ -65,6 +65,23 @@ class Fft(HloOp, opcode="fft"):
         if kind == "IRFFT":
             return ArrayType(_COMPLEX[x.dtype], batch + n)
         return x
+
+    def stage(self, builder, args):
+        n = self.fft_length
+        if self.fft_type != "IRFFT" or n[-1] != 1 or 0 in n:
+            return HloOp.stage(self, builder, args)
+        # NOTE: an IRFFT whose last length is 1 is the real part of the IFFT of the same
+        # lengths (a length-1 real transform keeps the real part of its one coefficient).
+        # XLA:GPU (cuFFT) squeezed the length-1 axis and ran a C2R of the length before it
+        # over that axis instead; a complex transform loses nothing by the squeeze. Recorded
+        # as nodes, so transformations see one Fft.
+        from .complex_parts import Real
+
+        (x,) = args
+        rtype = result_type_of(self, (x.type,))
+        loc = user_location()
+        inverse = builder.add(Fft("IFFT", n), (builder.node_of(x),), x.type, loc)
+        return wrap_node(builder, builder.add(Real(), (inverse,), rtype, loc))
 
     def attributes(self, operand_types, result_type, ctx):
         return [f"fft_type={self.fft_type}", f"fft_length={dims_text(self.fft_length)}"]

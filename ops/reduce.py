@@ -204,10 +204,13 @@ def reduce_vjp(op: Reduce, ct, out, *args):
     from ._ad import div, full_like, mul, sum_dims
 
     n = len(args) // 2
+    if n != 1 and _selects_whole_tuples(op, args[n:]):
+        return _selection_vjp(op, ct, out, args)
     if n != 1:
         raise NotImplementedError(
             f"no derivative rule for the variadic {op!r} ({n} operands): only the "
-            "value results of sum, max, min and product reductions are differentiated")
+            "value results of sum, max, min and product reductions, and reductions that "
+            "select one whole (value, index, ...) tuple (argmax, argmin), are differentiated")
     x, init = args
     if not op.dimensions:  # NOTE: XLA returns the operand as is; init takes no part
         return ct, None
@@ -250,6 +253,80 @@ def reduce_vjp(op: Reduce, ct, out, *args):
     raise NotImplementedError(
         f"no derivative rule for {op!r}: its computation is not a single add, maximum, "
         "minimum or multiply of its two parameters")
+
+
+def _selects_whole_tuples(op: Reduce, inits) -> bool:
+    """Whether ``op.computation`` returns one of its two argument tuples whole: result
+    ``k`` is ``Select(p, a_k, b_k)`` for every ``k``, one predicate ``p`` (or all of them
+    ``Select(p, b_k, a_k)``), as an argmax's (value, index) reduction is."""
+    from hlodsl.ir.structural import Tuple
+
+    from .compare import Select
+
+    scalars = op._scalars(inits)
+    comp = stage_computation(op.computation, scalars + scalars)
+    n, params, root = len(scalars), comp.params, comp.root
+    if not isinstance(root.op, Tuple) or len(root.operands) != n:
+        return False
+    chosen = set()
+    for k, node in enumerate(root.operands):
+        if not isinstance(node.op, Select):
+            return False
+        pred, on_true, on_false = node.operands
+        if (on_true, on_false) == (params[k], params[n + k]):
+            chosen.add((pred, 0))
+        elif (on_true, on_false) == (params[n + k], params[k]):
+            chosen.add((pred, 1))
+        else:
+            return False
+    return len(chosen) == 1
+
+
+def _selection_vjp(op: Reduce, ct, out, args):
+    """A reduction that keeps one whole tuple (argmax's value and index): each result's
+    cotangent goes to the element whose tuple is the result (shared among equal ones,
+    the initial tuple counted as one more where it is the result, as ``max``'s rule
+    shares); integer operands (the indices) take none."""
+    from .broadcast import Broadcast
+    from .compare import Compare
+    from .convert import Convert
+    from ._ad import add, div, mul, sum_dims
+    from .binary import And, Or
+
+    n = len(args) // 2
+    xs, inits = args[:n], args[n:]
+    kept = tuple(d for d in range(xs[0].ndim) if d not in op.dimensions)
+    spread = Broadcast(xs[0].shape, kept)
+
+    def same(a, b):  # equal, or NaN both (a NaN the reduction chose matches itself)
+        eq = Compare("EQ")(a, b)
+        if issubclass(a.dtype, Floating):
+            eq = Or()(eq, And()(Compare("NE")(a, a), Compare("NE")(b, b)))
+        return eq
+
+    hit = init_hit = None
+    for x, init, o in zip(xs, inits, out):
+        one, at_init = same(x, spread(o)), same(Broadcast(o.shape)(init), o)
+        hit = one if hit is None else And()(hit, one)
+        init_hit = at_init if init_hit is None else And()(init_hit, at_init)
+    grads = []
+    for k, x in enumerate(xs):
+        if not issubclass(x.dtype, Floating) or ct[k] is None:
+            grads.append(None)
+            continue
+        ones, init_ones = Convert(x.dtype)(hit), Convert(x.dtype)(init_hit)
+        share = div(ct[k], add(sum_dims(ones, op.dimensions), init_ones))
+        grads.append(mul(spread(share), ones))
+    init_grads = []
+    for k, init in enumerate(inits):
+        if not issubclass(init.dtype, Floating) or ct[k] is None:
+            init_grads.append(None)
+            continue
+        ones = Convert(xs[k].dtype)(hit)
+        share = div(ct[k], add(sum_dims(ones, op.dimensions), Convert(init.dtype)(init_hit)))
+        init_grads.append(sum_dims(mul(share, Convert(init.dtype)(init_hit)),
+                                   tuple(range(share.ndim))))
+    return (*grads, *init_grads)
 
 
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------

@@ -10,16 +10,37 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from hlodsl.arrays.dtypes import Bool, ComplexFloating, Floating, Integer, int32
+from hlodsl.arrays.dtypes import Bool, ComplexFloating, Floating, Integer, element_type, int32
 from hlodsl.errors import require, user_location
 from hlodsl.ir.op import HloOp, frozen, wrap_node
-from hlodsl.ir.structural import GetTupleElement
+from hlodsl.ir.structural import Constant, GetTupleElement
 from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import flag, integer
-from .unary import Negate, Not
+from .binary import Xor
+from .bitcast_convert import BitcastConvert
+from .broadcast import Broadcast
+from .unary import Not
 
 __all__ = ["TopK"]
+
+
+def _not(builder, node, loc):
+    return builder.add(Not(), (node,), node.type, loc)
+
+
+def _sign_flip(builder, node, loc):
+    """``node`` with its sign bits flipped (xor), recorded as nodes of ``builder``."""
+    t = node.type
+    unsigned = element_type(np.dtype(f"u{t.dtype.np_dtype.itemsize}"))
+    bits_type = ArrayType(unsigned, t.shape)
+    bits = builder.add(BitcastConvert(unsigned), (node,), bits_type, loc)
+    sign = np.asarray(1 << (8 * t.dtype.np_dtype.itemsize - 1), unsigned.np_dtype)
+    mask = builder.add(Constant(sign), (), ArrayType(unsigned, ()), loc)
+    if t.shape:
+        mask = builder.add(Broadcast(t.shape), (mask,), bits_type, loc)
+    flipped = builder.add(Xor(), (bits, mask), bits_type, loc)
+    return builder.add(BitcastConvert(t.dtype), (flipped,), t, loc)
 
 
 @frozen
@@ -58,20 +79,21 @@ class TopK(HloOp, opcode="topk"):
             return HloOp.stage(self, builder, args)
         # NOTE: XLA:CPU runs only largest-first topk on its fast kernel; smallest-first
         # becomes a full stable sort of (values, iota) per row (40x slower, out of
-        # memory at n = 2M). Order-reversing the operand (negation for floats, bitwise
-        # not for integers and pred) and back gives the same values and indices bit for
-        # bit: both reverse the total order XLA sorts by (NaN signs and zeros included)
-        # and keep ties. Recorded as nodes, so transformations see one TopK.
+        # memory at n = 2M). Order-reversing the operand (its sign bit flipped for floats,
+        # bitwise not for integers and pred) and back gives the same values and indices
+        # bit for bit: both reverse the total order XLA sorts by (NaN signs and zeros
+        # included) and keep ties. Not HLO negate: the sign of a negated NaN is the
+        # platform's (XLA:GPU kept it, and put the NaNs first). Recorded as nodes, so
+        # transformations see one TopK.
         (x,) = args
         rtype = self.result_type(x.type)
         loc = user_location()
-        flip = Negate() if issubclass(x.dtype, Floating) else Not()
-        flipped = builder.add(flip, (builder.node_of(x),), x.type, loc)
+        flip = _sign_flip if issubclass(x.dtype, Floating) else _not
+        flipped = flip(builder, builder.node_of(x), loc)
         top = builder.add(TopK(self.k, True), (flipped,), rtype, loc)
         values, indices = (builder.add(GetTupleElement(i), (top,), t, loc)
                            for i, t in enumerate(rtype.elements))
-        return (wrap_node(builder, builder.add(flip, (values,), values.type, loc)),
-                wrap_node(builder, indices))
+        return (wrap_node(builder, flip(builder, values, loc)), wrap_node(builder, indices))
 
     def attributes(self, operand_types, result_type, ctx):
         return [f"k={self.k}", f"largest={'true' if self.largest else 'false'}"]

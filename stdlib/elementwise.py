@@ -14,6 +14,7 @@ hlodsl.Array[float32, (2, 2)](
 hlodsl.Array[float32, ()](1.)
 """
 
+import functools
 
 import numpy as np
 
@@ -191,6 +192,45 @@ multiply = _binary("multiply", ops.Multiply(), "x * y, broadcast.")
 divide = _binary("divide", ops.Divide(), "x / y, true division (ints give float64).",
                  true_division=True)
 pow = _binary("pow", ops.Power(), "x ** y, broadcast.")
+
+
+def _integer_pow(x: Array, n: int) -> Array:
+    """``x ** n`` by repeated squaring (jax's ``integer_pow``); ``1 / x ** -n`` below 0."""
+    if n == 0:
+        return _zeros(x, 1)
+    out, base, m = None, x, -n if n < 0 else n  # (abs is the array function here)
+    while m:
+        if m & 1:
+            out = base if out is None else ops.Multiply()(out, base)
+        m >>= 1
+        if m:
+            base = ops.Multiply()(base, base)
+    return ops.Divide()(_zeros(x, 1), out) if n < 0 else out
+
+
+@functools.lru_cache(maxsize=64)
+def _integer_pow_module(n: int):
+    """``x ** n`` for one ``n``: eagerly one compiled module per signature (n is static)."""
+    def power(x):
+        return _integer_pow(x, n)
+
+    return eager_module(power, f"pow_{n}".replace("-", "m"))
+
+
+@dispatch
+def pow(x: Array, y: int):
+    """``x ** n`` for a Python int ``n``: multiplications (by repeated squaring, as jax's
+    ``integer_pow``), exact where HLO ``power`` need not be (XLA:GPU's f64 ``power(3, 1)``
+    is not 3), and its derivatives with them. ``n < 0`` on a float: ``1 / x ** -n``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> pow(hd.array(np.float64([3, 0.5])), 3)
+    hlodsl.Array[float64, (2,)]([27.   ,  0.125])
+    """
+    if isinstance(y, bool) or not issubclass(x.dtype, (Inexact, Integer)) or \
+            (y < 0 and not issubclass(x.dtype, Inexact)):
+        return pow.invoke(ArrayLike, ArrayLike)(x, y)  # promotion, HLO power
+    return _integer_pow_module(y)(x)
 maximum = _binary("maximum", ops.Maximum(), "Elementwise maximum.")
 minimum = _binary("minimum", ops.Minimum(), "Elementwise minimum.")
 def _floored_remainder(x, y):

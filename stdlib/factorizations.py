@@ -307,13 +307,22 @@ def _inv_primal(a: Array) -> Array:
     return _getrs(lapack.transposed_view(stacked), m)
 
 
+def _solve_hlo_primal(a: Array, b: Array) -> Array:
+    lu, _, perm = _lu(a)
+    return lu_solve(lu, perm, b)
+
+
+def _inv_hlo_primal(a: Array) -> Array:
+    lu, _, perm = _lu(a)
+    return lu_solve(lu, perm, identity(a.shape[-1], a.dtype, a.shape[:-2]))
+
+
 def _inverse(args, out):
-    # The differentiable inverse, not _inv_primal: a second derivative differentiates
-    # this residual too (LAPACK's call has no rule of its own, so it would count as a
-    # constant and drop d(A^-1) from the Hessian).
-    if kernels.provider() == "cusolver":
-        return _inv_cusolver(args[0])
-    return _inv_lapack(args[0])
+    # The differentiable inverse, not a bare primal: a second derivative differentiates
+    # this residual too (a kernel's call has no rule of its own, so it would count as a
+    # constant and drop d(A^-1) from the Hessian), and reverse mode must never reach the
+    # HLO kernels' LU loop (a while loop with a data-dependent trip count).
+    return _INV[kernels.provider()](args[0])
 
 
 def _solve_tangent(args, x, a_inv, tangents):
@@ -323,10 +332,6 @@ def _solve_tangent(args, x, a_inv, tangents):
 
 def _inv_tangent(args, x, _, tangents):
     return ops.Negate()(mm(mm(x, tangents[0]), x))  # dX = -X dA X
-
-
-_solve_lapack = linear_rules(_solve_primal, _inverse, _solve_tangent)
-_inv_lapack = linear_rules(_inv_primal, lambda args, out: None, _inv_tangent)
 
 
 def _solve_cusolver_primal(a: Array, b: Array) -> Array:
@@ -339,8 +344,15 @@ def _inv_cusolver_primal(a: Array) -> Array:
     return _solve_cusolver_primal(a, identity(a.shape[-1], a.dtype, a.shape[:-2]))
 
 
-_solve_cusolver = linear_rules(_solve_cusolver_primal, _inverse, _solve_tangent)
-_inv_cusolver = linear_rules(_inv_cusolver_primal, lambda args, out: None, _inv_tangent)
+# Each kernel provider's solve and inverse (kernels.provider()), with the same derivative
+# rules: autodiff never differentiates a factorization (a kernel's call has no rule; the
+# HLO loop's pivot search and data-dependent trip count have none worth having).
+_SOLVE = {"lapack": linear_rules(_solve_primal, _inverse, _solve_tangent),
+          "cusolver": linear_rules(_solve_cusolver_primal, _inverse, _solve_tangent),
+          "hlo": linear_rules(_solve_hlo_primal, _inverse, _solve_tangent)}
+_INV = {"lapack": linear_rules(_inv_primal, lambda args, out: None, _inv_tangent),
+        "cusolver": linear_rules(_inv_cusolver_primal, lambda args, out: None, _inv_tangent),
+        "hlo": linear_rules(_inv_hlo_primal, lambda args, out: None, _inv_tangent)}
 
 
 @dispatch
@@ -364,14 +376,7 @@ def solve(x1: Array, x2: Array):
     a, b = _factorable("solve", x1, x2)
     check_square("solve", a)
     a, b, vector = _as_columns("solve", a, b)
-    kind = kernels.provider()
-    if kind == "lapack" and a.size and b.size:
-        out = _solve_lapack(a, b)
-    elif kind == "cusolver" and a.size and b.size:
-        out = _solve_cusolver(a, b)
-    else:
-        lu, _, perm = _lu(a)
-        out = lu_solve(lu, perm, b)
+    out = _SOLVE[kernels.provider() if a.size and b.size else "hlo"](a, b)
     return lift(ops.Reshape(out.shape[:-1])(out) if vector else out, dtype)
 
 
@@ -391,13 +396,7 @@ def inv(x: Array):
     dtype = x.dtype
     (a,) = _factorable("inv", x)
     check_square("inv", a)
-    kind = kernels.provider()
-    if kind == "lapack" and a.size:
-        return lift(_inv_lapack(a), dtype)
-    if kind == "cusolver" and a.size:
-        return lift(_inv_cusolver(a), dtype)
-    lu, _, perm = _lu(a)
-    return lift(lu_solve(lu, perm, identity(a.shape[-1], a.dtype, a.shape[:-2])), dtype)
+    return lift(_INV[kernels.provider() if a.size else "hlo"](a), dtype)
 
 
 def _plus_zero(x: Array) -> Array:

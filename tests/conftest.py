@@ -34,8 +34,10 @@ settings.load_profile("deterministic")
 # -- the platform the suite runs on (HLODSL_PLATFORM=gpu pytest: the suite on a GPU) -----
 # Tests written against XLA:CPU's behaviour are marked `cpu_only` and skipped elsewhere,
 # with the reason the mark gives. Elsewhere, float32 dots and convolutions run at full
-# precision (TF32 is a GPU's default), so the oracle comparisons keep their float32
-# tolerances; tests/test_precision.py checks the setting itself.
+# precision (TF32 is a GPU's default), hlodsl's and jax's (the oracle, and the programs
+# hd.from_jax lowers), so the oracle comparisons keep their float32 tolerances;
+# tests/test_precision.py checks the setting itself. tests/platform_rules.py has the
+# rest of what differs by platform.
 import pytest  # noqa: E402
 
 
@@ -54,6 +56,7 @@ def pytest_collection_modifyitems(config, items):
     import hlodsl as hd
 
     hd.config.default_matmul_precision = "highest"
+    jax.config.update("jax_default_matmul_precision", "highest")
     for item in items:
         mark = item.get_closest_marker("cpu_only")
         if mark is not None:

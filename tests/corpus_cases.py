@@ -46,6 +46,7 @@ class Case:
     patterns: tuple[str, ...]
     op: str | None = None  # the registered op class a case exercises (coverage of the registry)
     owner: str | None = None  # library file that owns the check, where it is not obvious
+    devices: int = 1  # the devices its call needs before reaching the bad input (a mesh)
 
     @property
     def key(self) -> str:
@@ -72,8 +73,8 @@ def same(got, want, what: str) -> None:
 CASES: list[Case] = []
 
 
-def case(area, id, call, expected, *patterns, op=None, owner=None):
-    CASES.append(Case(area, id, call, expected, tuple(patterns), op, owner))
+def case(area, id, call, expected, *patterns, op=None, owner=None, devices=1):
+    CASES.append(Case(area, id, call, expected, tuple(patterns), op, owner, devices))
 
 
 # -- what the messages must show ------------------------------------------------------
@@ -2062,24 +2063,24 @@ case("ops", "ShardingConstraint-not-a-sharding", lambda: ops.ShardingConstraint(
      w("ShardingConstraint"), w("sharding"), r"NamedSharding", op="ShardingConstraint")
 case("ops", "ShardingConstraint-indivisible",
      lambda: hd.compile(lambda a: ops.ShardingConstraint(_sx())(a))(F3), SE,
-     w("ShardingConstraint"), T("f32", 3), r"divide", op="ShardingConstraint")
+     w("ShardingConstraint"), T("f32", 3), r"divide", op="ShardingConstraint", devices=2)
 case("ops", "ResultSharding-not-a-sharding", lambda: ops.ResultSharding(None), TE,
      w("ResultSharding"), w("sharding"), r"NamedSharding", op="ResultSharding")
 case("ops", "ResultSharding-indivisible",
      lambda: hd.compile(lambda a: ops.ResultSharding(_sx())(a))(F3), SE,
-     w("ResultSharding"), T("f32", 3), r"divide", op="ResultSharding")
+     w("ResultSharding"), T("f32", 3), r"divide", op="ResultSharding", devices=2)
 case("ops", "GlobalToLocal-axes-a-string", lambda: ops.GlobalToLocal((_sx(),), "x"), TE,
-     w("GlobalToLocal"), w("axes"), r"tuple of mesh axis names", op="GlobalToLocal")
+     w("GlobalToLocal"), w("axes"), r"tuple of mesh axis names", op="GlobalToLocal", devices=2)
 case("ops", "GlobalToLocal-count", lambda: hd.compile(
     lambda a: ops.GlobalToLocal((_sx(), _sx()), ("x",))(a))(F4), SE,
-     w("GlobalToLocal"), T("f32", 4), r"2 shardings for 1 operands", op="GlobalToLocal")
+     w("GlobalToLocal"), T("f32", 4), r"2 shardings for 1 operands", op="GlobalToLocal", devices=2)
 case("ops", "LocalToGlobal-not-shardings", lambda: ops.LocalToGlobal((1,), ("x",)), TE,
      w("LocalToGlobal"), w("shardings"), r"NamedSharding", op="LocalToGlobal")
 case("ops", "LocalToGlobal-count", lambda: hd.compile(
     lambda a: ops.LocalToGlobal((), ("x",))(a))(F4), SE,
      w("LocalToGlobal"), T("f32", 4), r"0 shardings for 1 operands", op="LocalToGlobal")
 case("ops", "ManualComputation-body-not-callable", lambda: ops.ManualComputation(3, _mesh2()),
-     TE, w("ManualComputation"), w("body"), r"callable", op="ManualComputation")
+     TE, w("ManualComputation"), w("body"), r"callable", op="ManualComputation", devices=2)
 case("ops", "ManualComputation-mesh-not-a-mesh",
      lambda: ops.ManualComputation(_square, "mesh"), TE,
      w("ManualComputation"), w("mesh"), r"Mesh", op="ManualComputation")
@@ -2088,19 +2089,19 @@ case("sharding", "make_mesh-too-many-devices", lambda: hd.make_mesh((64,), ("x",
 case("sharding", "Mesh-names-and-shape", lambda: hd.Mesh([0, 1], ("x", "y")), VE,
      w("Mesh"), r"'x', 'y'|\('x', 'y'\)", r"shape \(2,\)")
 case("sharding", "NamedSharding-unknown-axis", lambda: hd.NamedSharding(_mesh2(), hd.P("z")),
-     VE, w("NamedSharding"), r"'z'", r"not an axis")
+     VE, w("NamedSharding"), r"'z'", r"not an axis", devices=2)
 case("sharding", "PartitionSpec-entry", lambda: hd.P(3), TE,
      w("PartitionSpec"), r"\b3\b", r"axis name")
 case("sharding", "device_put-indivisible", lambda: hd.device_put(F3, _sx()), VE,
-     w("device_put"), T("f32", 3), r"divide")
+     w("device_put"), T("f32", 3), r"divide", devices=2)
 case("sharding", "in_shardings-structure", lambda: hd.compile(
     _square, in_shardings=(_sx(), _sx()))(F4), TE,
-     w("in_shardings"), r"one entry per positional argument", r"\b1\b")
+     w("in_shardings"), r"one entry per positional argument", r"\b1\b", devices=2)
 case("sharding", "psum-outside-shard_map", lambda: hd.stdlib.parallel.psum(F3, "x"), STE,
      w("psum"), r"'x'", r"shard_map")
 case("sharding", "psum-unknown-axis", lambda: hd.shard_map(
     lambda a: hd.stdlib.parallel.psum(a, "y"), _mesh2(), hd.P("x"), hd.P("x"))(F4), VE,
-     w("psum"), r"'y'", r"not an axis")
+     w("psum"), r"'y'", r"not an axis", devices=2)
 
 # == sizes: shapes whose bytes overflow int64 (XLA's limit) ===========================
 

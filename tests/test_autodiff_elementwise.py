@@ -309,6 +309,43 @@ def test_max_gives_the_cotangent_to_a_symbolic_initial_value_that_wins():
     assert g_init is None or float(g_init) == 0.0
 
 
+def _argmax_pair(av, ai, bv, bi):
+    """argmax's (value, index) combine: the larger value, the lower index on ties."""
+    take_a = ops.Or()(ops.Compare("GT")(av, bv),
+                      ops.And()(ops.Compare("EQ")(av, bv), ops.Compare("LT")(ai, bi)))
+    return ops.Select()(take_a, av, bv), ops.Select()(take_a, ai, bi)
+
+
+def test_a_reduction_selecting_value_index_pairs_gives_the_chosen_element_the_cotangent():
+    # argmax's variadic reduce (stdlib.searching; the LU loop's pivot search): the value
+    # result is one element of each row, so its derivative is that element's, the first
+    # of equal maxima (the index decides); the indices take none.
+    x = np.float64([[1.0, 5.0, 3.0], [7.0, 2.0, 7.0]])
+    op = ops.Reduce(_argmax_pair, (1,))
+    index = np.broadcast_to(np.arange(3), x.shape).astype(np.int64)
+    init = (hd.array(-np.inf), hd.array(np.int64(2 ** 62)))
+
+    def value(x):
+        return op(x, hd.array(index), *init)[0]
+
+    ct = np.float64([2.0, 3.0])
+    (g,) = hd.vjp(value, hd.array(x))[1](hd.array(ct))
+    np.testing.assert_array_equal(np.asarray(g), [[0, 2, 0], [3, 0, 0]])
+    want = jax.vjp(lambda x: jnp.max(x + np.float64([[0, 0, 0], [0, 0, -1e-9]]), 1), x)[1](ct)
+    np.testing.assert_allclose(np.asarray(g), want[0])
+    t = np.float64([[0.5, 1.0, 2.0], [4.0, 8.0, 16.0]])
+    tangent = hd.compile(lambda x, t: hd.jvp(value, (x,), (t,))[1])(hd.array(x), hd.array(t))
+    np.testing.assert_array_equal(np.asarray(tangent), [1.0, 4.0])
+
+    def not_a_selection(av, ai, bv, bi):  # the index is not the chosen element's
+        take_a = ops.Compare("GT")(av, bv)
+        return ops.Select()(take_a, av, bv), ops.Select()(take_a, bi, ai)
+
+    with pytest.raises(NotImplementedError, match="select one whole"):
+        hd.vjp(lambda x: ops.Reduce(not_a_selection, (1,))(x, hd.array(index), *init)[0],
+               hd.array(x))[1](hd.array(ct))
+
+
 @SETTINGS
 @given(shape=shapes(1), dtype=st.sampled_from(FLOATS), zeros=st.integers(0, 3), data=st.data())
 def test_product_with_zeros_and_an_initial_value(shape, dtype, zeros, data):

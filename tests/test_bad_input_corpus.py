@@ -286,12 +286,30 @@ def runner():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.key for c in CASES])
 def test_bad_input_gets_a_clear_error(case: Case, runner):
+    if case.devices > hd.runtime.device_count():  # a GPU machine: its own GPUs only
+        pytest.skip(f"needs {case.devices} devices (tests/conftest.py sets XLA_FLAGS)")
     out = runner.run(case)
     assert out.kind == "clean", (
         f"{case.key}: {out.kind}; expected {_expected_names(case)} matching "
         f"{list(case.patterns)}; got {out.exc_name}: {out.message!r}"
         + (f"; missing {list(out.missing)}" if out.missing else "")
         + (f" (raised at {out.origin})" if out.origin else ""))
+
+
+def _names(code) -> set[str]:
+    """The global names a function's code (nested functions included) reads."""
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            out |= _names(const)
+    return out
+
+
+def test_every_case_that_makes_a_mesh_says_how_many_devices_it_needs():
+    # Off the CPU (no forced host devices) such a case cannot reach its bad input: it is
+    # skipped with that reason, not failed on make_mesh's own error.
+    meshes = {c.key for c in CASES if _names(c.call.__code__) & {"_mesh2", "_sx"}}
+    assert meshes == {c.key for c in CASES if c.devices == 2} and len(meshes) == 9
 
 
 def test_every_registered_op_is_in_the_corpus():

@@ -27,12 +27,21 @@ def quick():
     return gpu.run(quick=True, rows=CHEAP)
 
 
+def _torch_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 def test_quick_rows_give_positive_finite_times(quick):
     assert quick["errors"] == {}
     assert quick["device"].startswith(("cpu", "gpu", "cuda"))
     cases = [r["case"] for r in quick["rows"]]
-    # one row each, two for GEMM (bf16, f32), ten for linalg
-    assert len(cases) == 1 + 2 + 1 + 1 + 1 + 10, cases
+    # one row each, two for GEMM (bf16, f32), ten for linalg; attention has a second
+    # row, against torch's SDPA, where torch has CUDA
+    assert len(cases) == 1 + 2 + 1 + 1 + (1 + _torch_cuda()) + 10, cases
     assert any("bf16" in c for c in cases) and any("cholesky" in c for c in cases)
     for r in quick["rows"]:
         for key in ("ours_s", "peer_s", "ratio"):
@@ -76,3 +85,11 @@ def test_unknown_rows_are_refused_by_name(capsys):
     with pytest.raises(SystemExit):
         gpu.main(["--rows", "gemm,fft"])
     assert "unknown rows ['fft']" in capsys.readouterr().err
+
+
+def test_attention_adds_torchs_row_where_torch_has_cuda(monkeypatch):
+    # Stood in for here: a step that does nothing, as _torch_sdpa_step returns on CUDA.
+    monkeypatch.setattr(gpu, "_torch_sdpa_step", lambda *arrays: lambda: None)
+    rows = gpu.run(quick=True, rows=("sdpa",))["rows"]
+    assert [r["peer"] for r in rows][1:] == ["torch scaled_dot_product_attention (CUDA)"]
+    assert len(rows) == 2

@@ -9,6 +9,7 @@ import pytest
 
 import hlodsl as hd
 from hlodsl.interchange import checkpoint
+from platform_rules import needs_devices
 
 
 @attrs.frozen
@@ -79,6 +80,7 @@ def test_the_file_is_an_npz_numpy_reads_at_exactly_the_path_given(tmp_path):
         np.testing.assert_array_equal(data["tree['w']"], np.float32([1, 2]))
 
 
+@needs_devices(4)
 def test_a_sharded_array_is_gathered_and_loaded_back_with_its_sharding(tmp_path):
     mesh = hd.make_mesh((4,), ("x",))
     sharding = hd.NamedSharding(mesh, hd.P("x"))

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hlodsl.launch import host_environment
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "data_parallel.py"
 
@@ -25,13 +27,23 @@ def _launch(n, script, *args, grace=10, timeout=240):
 
 @pytest.fixture(scope="module")
 def one_process(tmp_path_factory):
-    """The same training run in one process over its 8 host devices."""
+    """The same training run in one process over its 8 host devices (on the CPU, as the
+    launched processes run: on a GPU machine it ran in TF32 on the GPU)."""
     path = tmp_path_factory.mktemp("dp") / "one.npz"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env = host_environment(8)
     env.pop("HLODSL_COORDINATOR", None)
     subprocess.run([sys.executable, str(EXAMPLE), str(path)], check=True, env=env, cwd=ROOT,
                    capture_output=True, timeout=240)
     return np.load(path)
+
+
+def test_the_one_process_reference_runs_where_the_launched_processes_run(monkeypatch):
+    monkeypatch.setenv("HLODSL_PLATFORM", "gpu")  # what .ci/device exports
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=x --xla_force_host_platform_device_count=3")
+    env = host_environment(8)
+    assert env["HLODSL_PLATFORM"] == "cpu"
+    assert env["XLA_FLAGS"] == "--xla_dump_to=x --xla_force_host_platform_device_count=8"
+    assert host_environment(2, cpu=False)["HLODSL_PLATFORM"] == "gpu"  # --coordinator runs
 
 
 @pytest.mark.compat

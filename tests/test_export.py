@@ -11,6 +11,7 @@ import pickle
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import attrs
 import numpy as np
@@ -77,6 +78,26 @@ except TypeError as e:
 """
 
 
+def _child_env(environ) -> dict:
+    """The environment of a fresh interpreter that finds hlodsl where this one did and
+    nothing else of PYTHONPATH (not this file: .ci/device installs hlodsl into a folder
+    on PYTHONPATH, beside the checkout)."""
+    home = Path(hd.__file__).resolve().parents[1]
+    env = {k: v for k, v in environ.items() if k != "PYTHONPATH"}
+    kept = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and Path(p).resolve() == home]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    return env
+
+
+def test_the_fresh_process_keeps_only_the_path_hlodsl_came_from(tmp_path):
+    home = str(Path(hd.__file__).resolve().parents[1])
+    env = _child_env({"PYTHONPATH": os.pathsep.join([str(tmp_path), home, ""]), "A": "1"})
+    assert env == {"PYTHONPATH": home, "A": "1"}
+    assert _child_env({"PYTHONPATH": str(tmp_path)}) == {}
+
+
 @pytest.mark.compat  # the jaxlib conversions: HLO -> StableHLO artifact -> HLO
 def test_a_fresh_process_runs_the_deserialized_step_equal_to_the_function(step, tmp_path):
     exported, _ = step
@@ -88,7 +109,7 @@ def test_a_fresh_process_runs_the_deserialized_step_equal_to_the_function(step, 
     a, b = np.random.default_rng(1).standard_normal((2, 3, 3))[0], np.ones((3, 2))
     np.savez(tmp_path / "in.npz", w0=params["layers"][0]["w"], b0=params["layers"][0]["b"],
              w1=params["layers"][1]["w"], x=x, y=y, a=a, b=b)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = _child_env(os.environ)
     run = subprocess.run([sys.executable, "-c", SERVER, "step.hlodsl", "in.npz", "out.npz",
                           "solve.hlodsl", "solved.npy"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -282,6 +282,21 @@ def test_something_else_is_refused():
         hd.import_hlo(42)
 
 
+def test_an_imported_dot_keeps_the_precision_it_was_written_with(monkeypatch):
+    # No operand_precision is HLO's DEFAULT, not hd.config's default: imported under a
+    # configured "highest" (as the GPU suite runs), jax's TF32 dot became an f32 one.
+    monkeypatch.setattr(hd.config, "default_matmul_precision", "highest")
+    text = ("HloModule m\n\nENTRY m {\n  a = f32[2,3] parameter(0)\n  b = f32[3,4] parameter(1)\n"
+            "  d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+            "  h = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+            "operand_precision={highest,high}\n  ROOT s = f32[2,4] add(d, h)\n}\n")
+    f = hd.import_hlo(text)
+    args = (hd.array(np.ones((2, 3), np.float32)), hd.array(np.ones((3, 4), np.float32)))
+    ours = str(hd.code_hlo(f, *args))
+    assert "operand_precision={highest,high}" in ours
+    assert ours.count(" dot(") == 2 and ours.count("operand_precision") == 1  # HLO's default
+
+
 def test_imported_functions_take_numpy_and_jax_arrays_and_numbers_as_compiled_ones_do():
     w, x = normal(51, 2, 3), normal(52, 3)
     f = hd.from_jax(lambda p, x, s: jnp.tanh(p["w"] @ x) * s, {"w": w}, x, np.float32(2))

@@ -30,7 +30,13 @@ def test_code_typed_is_one_op_call_per_line_with_inferred_types():
     ]
 
 
-def test_code_hlo_as_emitted_matches_the_papers_listing():
+def test_code_hlo_as_emitted_matches_the_papers_listing(monkeypatch):
+    # The listing of hd.config's default precision; a GPU run of the suite configures
+    # "highest" (tests/conftest.py), which the dot then names.
+    monkeypatch.setattr(hd.config, "default_matmul_precision", "highest")
+    assert "dot(W, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, " \
+        "operand_precision={highest,highest}\n" in str(hd.code_hlo(demo.dense, *_dense_args()))
+    monkeypatch.setattr(hd.config, "default_matmul_precision", "default")
     text = str(hd.code_hlo(demo.dense, *_dense_args()))
     assert text == (
         "HloModule dense\n\n"

@@ -46,6 +46,7 @@ from hlodsl import ops
 from hlodsl.ops import registry
 from hlodsl.ops._catalog import library_ops
 from hlodsl.arrays.types import ArrayType, TupleType
+from platform_rules import flush_subnormals, platform_tol
 
 from strategies import (
     ALL, ANY, COMPLEX, FLOATS, INEXACT, INTS, NUMBERS, PRED, SIGNED, Domain, arrays, shapes,
@@ -640,6 +641,16 @@ def assert_matches(actual, expected, ex: Example, what: str, exact: bool | None 
         f"{what}: got {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}"
     dtype = hd.element_type(e.dtype)
     a, e = _comparable(a), _comparable(e)
+    bound = _platform_bound(what, dtype)
+    if bound is not None and (ex.exact if exact is None else exact):
+        # XLA:GPU rounds these complex ops differently from jax's program on the same GPU
+        # (tests/platform_rules.py says how and why): within ulps of the result's modulus.
+        a, e = flush_subnormals(a), flush_subnormals(e)
+        both_nan = np.isnan(a) & np.isnan(e)
+        with np.errstate(invalid="ignore"):
+            close = (a == e) | (np.abs(a - e) <= bound * np.abs(e))
+        assert (close | both_nan).all(), f"{what}: {a} vs {e} beyond {bound:.3g} relative"
+        return
     if not issubclass(dtype, hd.Inexact) or (ex.exact if exact is None else exact):
         np.testing.assert_array_equal(a, e, err_msg=what)
         if ex.bitwise and issubclass(dtype, hd.Floating):
@@ -648,6 +659,37 @@ def assert_matches(actual, expected, ex: Example, what: str, exact: bool | None 
     else:
         rtol, atol = TOLERANCE[dtype]
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _platform_bound(what: str, dtype) -> float | None:
+    """``PLATFORM_TOL``'s bound for the complex op ``what`` names ("eager Multiply()")."""
+    if not issubclass(dtype, hd.ComplexFloating):
+        return None
+    name = re.match(r"\w+ (\w+)\(", what)
+    return platform_tol(f"complex {name.group(1).lower()}", dtype.np_dtype) if name else None
+
+
+def test_off_the_cpu_complex_rounding_is_compared_within_the_platforms_bound(monkeypatch):
+    # What the GPU run showed (H200): a product's part 1 ulp off jax's, a quotient's
+    # subnormal part kept where jax's program flushed it; other ops stay exact.
+    import platform_rules
+
+    monkeypatch.setattr(platform_rules, "PLATFORM", "gpu")
+    ex = Example({}, (), None)
+    want = np.complex64([0.5 + 0j, 1 + 1j, complex(np.nan, 1)])
+    one_ulp = want.copy()
+    one_ulp[1] = complex(np.nextafter(np.float32(1), np.float32(2)), 1)
+    assert_matches(one_ulp, want, ex, "eager Multiply()")
+    kept = want.copy()
+    kept[0] = complex(0.5, 2.94e-39)
+    assert_matches(kept, want, ex, "staged Divide()")
+    with pytest.raises(AssertionError, match="beyond"):
+        assert_matches(want * np.float32(1 + 2 ** -20), want, ex, "eager Multiply()")
+    with pytest.raises(AssertionError):
+        assert_matches(one_ulp, want, ex, "eager Add()")  # no entry: exact
+    monkeypatch.setattr(platform_rules, "PLATFORM", "cpu")
+    with pytest.raises(AssertionError):
+        assert_matches(one_ulp, want, ex, "eager Multiply()")
 
 
 # -- 1. every op against its oracle, eagerly and staged --------------------------------

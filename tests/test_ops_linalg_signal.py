@@ -24,6 +24,7 @@ from jax import lax
 import hlodsl as hd
 from ad_harness import random_array as _random
 from hlodsl.ops import Cholesky, Convolution, Fft, TriangularSolve
+from platform_rules import cpu_oracle
 
 COVERED_OPCODES = {"convolution", "triangular-solve", "cholesky", "fft"}
 
@@ -110,9 +111,11 @@ def _lax_conv(op, x, w):
         preferred_element_type=op.preferred_element_type and op.preferred_element_type.np_dtype)
 
 
-def _xla_attributes(f, *args) -> str:
-    """The attributes XLA prints after the operand list of the module's convolution."""
-    text = jax.jit(f).lower(*args).as_text(dialect="hlo")
+def _xla_attributes(f, *args, precision: str = "default") -> str:
+    """The attributes XLA prints after the operand list of the module's convolution, as
+    jax lowers it under its default matmul precision ``precision``."""
+    with jax.default_matmul_precision(precision):
+        text = jax.jit(f).lower(*args).as_text(dialect="hlo")
     line = next(ln for ln in text.splitlines() if " convolution(" in ln)
     return re.sub(r", metadata=\{.*\}", "", line.split("), ", 1)[1]).strip()
 
@@ -124,17 +127,31 @@ def test_convolution_matches_lax(case, seed):
     rng = np.random.default_rng(seed)
     x, w = _random(rng, lhs_shape, dtype), _random(rng, rhs_shape, dtype)
     eager, staged = _both(op, x, w)
-    expected = np.asarray(_lax_conv(op, x, w))
+    expected = np.asarray(cpu_oracle(_lax_conv)(op, x, w))
     assert expected.dtype == eager.dtype and expected.shape == eager.shape
     _close(eager, expected, expected.dtype)
     _close(staged, expected, expected.dtype)
     _close(op.reference(x, w), expected, expected.dtype)
     if expected.size == 0:
         return  # jax emits no convolution for an empty result
-    # The HLO text is XLA's spelling of the same convolution.
+    # The HLO text is XLA's spelling of the same convolution, at the configured precision
+    # (a GPU run configures "highest": tests/conftest.py), as jax spells it at the same.
     types = (hd.array(x).type, hd.array(w).type)
     ours = ", ".join(op.attributes(types, op.result_type(*types), None))
-    assert ours == _xla_attributes(lambda a, b: _lax_conv(op, a, b), x, w)
+    assert ours == _xla_attributes(lambda a, b: _lax_conv(op, a, b), x, w,
+                                   precision=hd.config.default_matmul_precision)
+
+
+@pytest.mark.parametrize("precision", ["default", "highest"])
+def test_convolution_text_at_each_configured_precision_is_jaxs(monkeypatch, precision):
+    # The hypothesis test above compares at the suite's configuration; this one at both.
+    monkeypatch.setattr(hd.config, "default_matmul_precision", precision)
+    op = Convolution(window_strides=(2,), padding=((1, 0),), feature_group_count=2)
+    x, w = np.ones((1, 4, 5), np.float32), np.ones((2, 2, 3), np.float32)
+    types = (hd.array(x).type, hd.array(w).type)
+    ours = ", ".join(op.attributes(types, op.result_type(*types), None))
+    assert ours == _xla_attributes(lambda a, b: _lax_conv(op, a, b), x, w, precision=precision)
+    assert ("operand_precision={highest,highest}" in ours) == (precision == "highest")
 
 
 def test_convolution_labels_defaults_and_text():
@@ -369,7 +386,29 @@ def test_fft_matches_numpy_and_jnp(kind, length, batch, double, seed):
     assert eager.shape == expected.shape
     for got in (eager, staged, op.reference(x)):
         _close(got, expected, eager.dtype.type)
-    _close(eager, np.asarray(_JAX_FFT[kind](x, s=length, axes=axes)), eager.dtype.type)
+    # jax on its CPU device: XLA:GPU's IRFFT with a trailing length of 1 is wrong (below)
+    want = cpu_oracle(lambda: np.asarray(_JAX_FFT[kind](x, s=length, axes=axes)))()
+    _close(eager, want, eager.dtype.type)
+
+
+@pytest.mark.parametrize("length", [(1,), (3, 1), (2, 2, 1)])
+def test_an_irfft_of_trailing_length_1_is_the_real_part_of_an_ifft(length):
+    # XLA:GPU (cuFFT) squeezed the length-1 axis and ran a C2R of length 3 over the axis
+    # before it: [-0.046, 0.395, -0.223] for numpy's [0.211, 0.216, -0.302] at (3, 1).
+    rng = np.random.default_rng(7)
+    x = _random(rng, (2,) + length, np.complex128)
+    op = Fft("IRFFT", length)
+    text = str(hd.code_hlo(lambda v: op(v), hd.array(x)))
+    assert f"fft_type=IFFT, fft_length={{{','.join(map(str, length))}}}" in text
+    assert " real(" in text and "IRFFT" not in text
+    eager, staged = _both(op, x)
+    want = np.fft.irfftn(x, s=length, axes=tuple(range(1, 1 + len(length))))
+    for got in (eager, staged):
+        _close(got, want, np.float64)
+    g = hd.grad(lambda v: hd.stdlib.sum(op(v) * hd.array(want)))(hd.array(x))  # one Fft's rule
+    axes = tuple(range(1, 1 + len(length)))
+    jax_grad = jax.grad(lambda v: jnp.sum(jnp.fft.irfftn(v, s=length, axes=axes) * want))
+    _close(np.asarray(g), np.asarray(cpu_oracle(jax_grad)(x)), np.complex128)
 
 
 def test_fft_text_matches_xla():

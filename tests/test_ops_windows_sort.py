@@ -587,6 +587,10 @@ def test_topk_with_nan_and_signed_zero():
     np.testing.assert_array_equal(np.signbit(np.asarray(values)), np.signbit(np.asarray(want_v)))
     smallest = np.asarray(TopK(8, largest=False)(hd.array(x))[1])
     np.testing.assert_array_equal(smallest, [[4, 2, 5, 0, 7, 3, 1, 6]])
+    # Smallest-first reverses the order by flipping sign bits (xor), not by HLO negate,
+    # whose sign of a NaN is the platform's (XLA:GPU kept it: the NaNs came first).
+    text = str(hd.code_hlo(lambda a: TopK(8, largest=False)(a), hd.array(x)))
+    assert text.count(" xor(") == 2 and " negate(" not in text
 
 
 def test_topk_prints_like_xla():

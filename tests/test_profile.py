@@ -165,6 +165,58 @@ def test_bad_input_is_refused(loop_args):
         hd.code_typed(_loop, *loop_args).profile()
 
 
+# -- what changes on a GPU, checked here (XLA:GPU's own events need a device) -------------
+
+def test_on_a_gpu_the_profiled_program_compiles_without_command_buffers(monkeypatch, loop_args):
+    # XLA:GPU names the kernels of a CUDA graph by the graph (command_buffer_N): the profile
+    # compiles its own executable with the option off. Here the CPU stands in for it.
+    from hlodsl.introspect import profiler
+    from hlodsl.runtime import executables
+
+    assert profiler.PROFILE_OPTIONS["gpu"] == {"xla_gpu_enable_command_buffer": ""}
+    seen = []
+    real = executables.compile_and_load
+
+    def recording(be, text, devices, opts, *rest):
+        seen.append(dict(opts.env_option_overrides))
+        return real(be, text, devices, opts, *rest)
+
+    option = ("xla_cpu_enable_fast_math", False)  # harmless where it is not the GPU's
+    monkeypatch.setitem(profiler.PROFILE_OPTIONS, hd.runtime.platform(), dict([option]))
+    monkeypatch.setattr(executables, "compile_and_load", recording)
+    f = hd.compile(_loop)
+    f(*loop_args)
+    assert len(seen) == 1 and option[0] not in seen[0] and f.compiles == 1
+    p = hd.profile(f, *loop_args, runs=1)
+    assert len(seen) == 2 and seen[1][option[0]] == option[1]  # its own executable
+    assert f.compiles == 1 and p.total_ns > 0  # f's calls keep theirs
+
+
+def test_a_fresh_compiled_function_has_the_settings_and_none_of_the_signatures():
+    f = hd.compile(lambda x, n: x * n, static_argnums=1, donate_argnums=0, memory_limit="1MiB")
+    x = hd.array(np.float32([1, 2]))
+    g = f.fresh()
+    assert g.fn is f.fn and g.memory_limit == f.memory_limit == 2 ** 20
+    assert g._static == f._static and g._donate == f._donate and g.compiles == 0
+    np.testing.assert_array_equal(np.asarray(g(x, 3)), [3, 6])
+
+
+def test_device_kernels_without_run_ids_are_numbered_by_session_and_counted_once():
+    from hlodsl.introspect.profiler import _numbered, _rounds
+    from hlodsl.runtime.jaxlib_compat import XlaEvent, device_work
+
+    assert _rounds(3, "gpu") == [1, 1, 1] and sum(_rounds(9, "cpu")) == 9
+    kernel = XlaEvent("fusion.1", "m", -1, ("/device:GPU:0", "Stream #13"), 100, 100)
+    loop = XlaEvent("while.1", "m", -1, ("/host:CPU", "main"), 90, 90)
+    launch = XlaEvent("fusion.1", "m", -1, ("/host:CPU", "main"), 95, 95)
+    ops_line = kernel._replace(thread=("/device:GPU:0", "XLA Ops"))
+    kept = device_work([(kernel, 5), (ops_line, 5), (loop, 30), (launch, 1)],
+                       frozenset({"while.1"}))
+    assert [(p[0].instruction, p[1]) for p in kept] == [("fusion.1", 5), ("while.1", 30)]
+    assert {e.run for e in _numbered([p[0] for p in kept], 4)} == {-6}
+    assert _numbered([kernel._replace(run=7)], 4)[0].run == 7
+
+
 @compat
 def test_a_donating_step_is_profiled_on_copies_of_its_donated_arguments():
     step = hd.compile(lambda w, x: (w - 0.5 * (w @ x), (w @ x).sum()), donate_argnums=0)

@@ -16,6 +16,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from platform_rules import needs_devices
 from stablehlo_replay import main, replay_text
 from stablehlo_replay_parser import parse_cases
 from stablehlo_replay_values import dense
@@ -260,6 +261,7 @@ def test_dynamic_ops_with_constant_shapes_are_refined():
       check.expect_eq_const %n, dense<3> : tensor<i32>""")
 
 
+@needs_devices(2)
 def test_run_parallel_runs_collectives_on_several_devices():
     text = textwrap.dedent("""\
         module @two {

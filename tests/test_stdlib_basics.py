@@ -8,19 +8,25 @@ from hypothesis.extra import numpy as hnp
 
 import hlodsl as hd
 import hlodsl.stdlib as xp
+from platform_rules import platform_tol
 
 FLOATS = st.sampled_from([np.float32, np.float64])
 
 
-def _both(f, *args):
+def _both(f, *args, scale=None):
     """f run eagerly and compiled; the results must agree.
 
     Exactly for integers; within a few ulp for floats, since XLA's algebraic
-    simplifier may rewrite a staged expression (x / s becomes x * (1 / s)).
+    simplifier may rewrite a staged expression (x / s becomes x * (1 / s)). A dot's
+    ``scale`` (``|a| @ |b|``) bounds the difference where the platform sums its products
+    in another order eagerly than compiled (``PLATFORM_TOL``'s "matmul summation").
     """
     eager = np.asarray(f(*args))
     staged = np.asarray(hd.compile(f)(*args))
-    if np.issubdtype(eager.dtype, np.inexact):
+    bound = platform_tol("matmul summation", eager.dtype) if scale is not None else None
+    if bound is not None:
+        assert np.all(np.abs(staged - eager) <= bound * scale), (staged, eager)
+    elif np.issubdtype(eager.dtype, np.inexact):
         np.testing.assert_allclose(staged, eager, rtol=4 * np.finfo(eager.dtype).eps, atol=0)
     else:
         np.testing.assert_array_equal(eager, staged)
@@ -84,7 +90,7 @@ def test_mapreduce_with_a_user_reduction_and_init():
 def test_matmul_dispatches_on_rank_like_numpy(sa, sb):
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
-    got = _both(lambda x, y: x @ y, hd.array(a), hd.array(b))
+    got = _both(lambda x, y: x @ y, hd.array(a), hd.array(b), scale=np.abs(a) @ np.abs(b))
     np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-5)
 
 
@@ -107,3 +113,21 @@ def test_array_methods():
     np.testing.assert_array_equal(np.asarray(A.sum(axis=0)), a.sum(axis=0))
     np.testing.assert_array_equal(np.asarray(-A), -a)
     np.testing.assert_array_equal(np.asarray(A < 2), a < 2)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, -1, -2])
+def test_a_python_int_power_is_multiplications_and_so_is_its_derivative(n):
+    # HLO power need not be exact (XLA:GPU's f64 power(3, 1) is not 3, so d(x**2) was
+    # 5.999999999999999 at 3): x ** n for a Python int n is jax's integer_pow.
+    x = np.float64([3.0, -0.5, 1.25])
+    got = _both(lambda a: a ** n, hd.array(x))
+    np.testing.assert_allclose(got, x ** n, rtol=1e-15)
+    grad = hd.grad(lambda a: xp.sum(a ** n))
+    np.testing.assert_allclose(np.asarray(grad(hd.array(x))), n * x ** (n - 1.0), rtol=1e-15)
+    assert " power(" not in str(hd.code_hlo(grad, hd.array(x)))
+    if n == 2:
+        assert float(grad(hd.array(np.float64([3.0])))[0]) == 6.0  # exactly
+    ints = np.int32([2, -3, 5])
+    if n >= 0:  # numpy's integer ** negative integer is an error; HLO power keeps it
+        np.testing.assert_array_equal(np.asarray(hd.array(ints) ** n), ints ** n)
+    assert (hd.array(np.bool_([True])) ** 2).dtype is hd.int64  # bool: numpy's promotion

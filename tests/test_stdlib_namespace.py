@@ -19,6 +19,7 @@ import hlodsl.stdlib as xp
 from hlodsl.errors import StagingError
 
 from buffers import aligned
+from platform_rules import ON_CPU
 from strategies import Domain, arrays, shapes
 
 # The 2023.12 standard's names, from its function and constant lists.
@@ -339,10 +340,43 @@ def _address(a) -> int:
 def test_dlpack_export_is_a_copy_unless_copy_false_then_read_only(dtype):
     x = hd.array(np.arange(6).reshape(2, 3).astype(dtype))
     assert x.__dlpack_device__()[1] == 0
-    _same(np.from_dlpack(x), np.arange(6).reshape(2, 3).astype(dtype))
+    # numpy reads host memory only: device="cpu" asks for it (a GPU array moves there).
+    _same(np.from_dlpack(x, device="cpu"), np.arange(6).reshape(2, 3).astype(dtype))
+    if not ON_CPU:  # moving it to the host is a copy: copy=False cannot be honoured
+        with pytest.raises(BufferError, match="copy=False; moving it there is a copy"):
+            np.from_dlpack(x, device="cpu", copy=False)
+        return
     assert _address(x) != x._buf.unsafe_buffer_pointer()  # the consumer owns a copy
     shared = np.from_dlpack(x, copy=False)
     assert shared.ctypes.data == x._buf.unsafe_buffer_pointer() and not shared.flags.writeable
+
+
+@pytest.mark.compat
+def test_dlpack_export_to_another_device_is_the_transfer_or_a_clear_buffer_error():
+    x = hd.array(np.float32([1, 2]))
+    here = tuple(int(v) for v in x.__dlpack_device__())
+    other = (2, 0) if here[0] == 1 else (1, 0)  # CUDA from the CPU, the host from a GPU
+    with pytest.raises(BufferError, match=r"consumer asks for \((1: CPU|2: CUDA), 0\) with "
+                                          r"copy=False; moving it there is a copy"):
+        x.__dlpack__(dl_device=other, copy=False)
+    if here[0] == 1:  # no CUDA backend here: said so, as the protocol's BufferError
+        with pytest.raises(BufferError, match=r"cannot move the array from DLPack device "
+                                              r"\(1: CPU, 0\) to \(2: CUDA, 0\)"):
+            x.__dlpack__(dl_device=other)
+    else:
+        np.testing.assert_array_equal(np.from_dlpack(x, device="cpu"), [1, 2])
+
+
+def test_from_dlpack_copy_false_of_memory_on_another_device_says_why():
+    class OnCuda:  # a producer whose memory a CPU buffer cannot alias (nor a GPU the host's)
+        def __dlpack_device__(self):
+            return (2, 0) if ON_CPU else (1, 0)
+
+        def __dlpack__(self, **kwargs):
+            raise BufferError("no capsule")
+
+    with pytest.raises(BufferError, match="a buffer there cannot alias it; copy=None or True"):
+        xp.from_dlpack(OnCuda(), copy=False)
 
 
 @pytest.mark.compat
@@ -361,9 +395,13 @@ def test_dlpack_bfloat16_through_jax():
 @pytest.mark.compat
 def test_from_dlpack_of_numpy_copies_unless_copy_false():
     host = aligned(np.arange(12, dtype=np.float32).reshape(3, 4))
-    x = xp.from_dlpack(host, copy=False)
-    assert _address_of_buffer(x) == host.ctypes.data  # aliased, as asked
-    _same(x, host)
+    if ON_CPU:
+        x = xp.from_dlpack(host, copy=False)
+        assert _address_of_buffer(x) == host.ctypes.data  # aliased, as asked
+        _same(x, host)
+    else:  # a GPU buffer cannot alias host memory
+        with pytest.raises(BufferError, match="cannot alias it; copy=None or True copies it"):
+            xp.from_dlpack(host, copy=False)
     for copy in (None, True):  # numpy memory is writable: an alias would change with it
         y = xp.from_dlpack(host, copy=copy)
         assert _address_of_buffer(y) != host.ctypes.data
@@ -402,8 +440,8 @@ def test_dlpack_with_torch():
     t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     x = xp.from_dlpack(t)
     _same(x, t.numpy())
-    back = torch.utils.dlpack.from_dlpack(x)
-    np.testing.assert_array_equal(back.numpy(), t.numpy())
+    back = torch.utils.dlpack.from_dlpack(x)  # on the array's device (a GPU's: cuda:0)
+    np.testing.assert_array_equal(back.cpu().numpy(), t.numpy())
     # Neither side sees the other's writes: torch tensors are mutable, hlodsl arrays not.
     t[0, 0] = 100
     back[0, 1] = 100

@@ -81,9 +81,14 @@ def _window(value: str | None, rank: int) -> dict[str, tuple]:
             "lhs_dilate": xs("lhs_dilate", 1), "rhs_dilate": xs("rhs_dilate", 1)}
 
 
-def _precision(a: dict) -> tuple[str, str] | None:
+def _precision(a: dict) -> tuple[str, str]:
+    """A dot's or convolution's precision as written: HLO's default where the text names
+    none (not ``hd.config``'s, which would change the imported program: a GPU then ran
+    jax's TF32 dots in full f32)."""
     value = a.get("operand_precision")
-    return None if value is None else tuple(p.lower() for p in split_top(value.strip("{}")))
+    if value is None:
+        return ("default", "default")
+    return tuple(p.lower() for p in split_top(value.strip("{}")))
 
 
 # -- one instruction ------------------------------------------------------------------------

@@ -87,10 +87,12 @@ class DevicePlacement:
 
         The array is immutable but not every consumer honours a read-only
         capsule (torch writes into what it imports), so the consumer gets its
-        own copy unless it asks for ``copy=False``.
+        own copy unless it asks for ``copy=False``. A consumer asking for
+        another device (``dl_device``: numpy asks for the host) gets the array
+        moved there, which is its copy (``copy=False`` then raises BufferError).
 
         >>> import numpy as np, hlodsl as hd
-        >>> np.from_dlpack(hd.array(np.float32([1, 2])))
+        >>> np.from_dlpack(hd.array(np.float32([1, 2])), device="cpu")
         array([1., 2.], dtype=float32)
         """
         from hlodsl import runtime

@@ -134,6 +134,15 @@ class Compiled(CallTable):
         # the old value. Empty for most functions: the call path reads one attribute.
         self._bindings: tuple = ()
 
+    def fresh(self) -> Compiled:
+        """A compiled function of the same function and settings, none of its signatures
+        compiled yet (``hd.profile`` compiles one with other XLA options)."""
+        (pos, names), (dpos, dnames) = self._static, self._donate
+        return Compiled(self.fn, self.name, self.convert, None, self.memory_limit, self.passes,
+                        self.in_shardings, self.out_shardings, tuple(sorted(pos)) or None,
+                        tuple(sorted(names)) or None, tuple(sorted(dpos)) or None,
+                        tuple(sorted(dnames)) or None)
+
     @property
     def donates(self) -> bool:
         """Whether some arguments are donated (``donate_argnums`` / ``donate_argnames``)."""

@@ -48,7 +48,7 @@ from .hlo_text import HloModule, Instruction, flops, line_costs, parse_module
 from .hlo_text import source_label
 from .introspect_html import Table, _esc, _code_of, human
 from hlodsl.runtime.jaxlib_compat import XlaEvent, profile_events
-from hlodsl.runtime import copy_buffer, platform
+from hlodsl.runtime import copy_buffer, extra_compiler_options, platform
 from hlodsl.arrays.array import Array
 from hlodsl.arrays.tree import block_until_ready, flatten, unflatten
 
@@ -291,6 +291,25 @@ class Profile:
 #: Rounds of plain and profiled calls (see ``profile``).
 _ROUNDS = 5
 
+#: XLA options of the program a profile runs, per platform. XLA:GPU records the kernels
+#: it groups into a CUDA graph (a command buffer) as one event of ``command_buffer_N``,
+#: not as the instructions in it: the profiled program compiles without them, as jax
+#: compiles its profiled programs (jax/_src/compiler.py, for PGLE).
+PROFILE_OPTIONS: dict[str, dict[str, str]] = {"gpu": {"xla_gpu_enable_command_buffer": ""}}
+
+
+def _rounds(runs: int, platform_: str) -> list[int]:
+    """How many calls each profiler session watches. A device's kernel events may carry no
+    run id: there each call has a session of its own, which numbers its events."""
+    if platform_ != "cpu":
+        return [1] * runs
+    return [runs // _ROUNDS + (k < runs % _ROUNDS) for k in range(_ROUNDS)]
+
+
+def _numbered(events: list[XlaEvent], session: int) -> list[XlaEvent]:
+    """Events without a run id (-1) as run ``-2 - session`` (a session of one call)."""
+    return [e._replace(run=-2 - session) if e.run == -1 else e for e in events]
+
 
 def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     """Run ``f`` compiled ``runs`` times under XLA's profiler: measured time per
@@ -299,9 +318,11 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     ``f`` is compiled as ``hd.compile`` does (an ``hd.compile``d function uses its
     own cache entry). A warm-up call comes first, then ``runs`` plain calls
     timed (``wall_ns``) and ``runs`` calls under the profiler, alternating in
-    five rounds. A function compiled with ``donate_argnums`` runs each call on
-    copies of the donated arguments (made before the call is timed), so they
-    stay readable.
+    five rounds (on a device, one profiled call per round: its kernel events
+    may not say which call they belong to). A function compiled with
+    ``donate_argnums`` runs each call on copies of the donated arguments (made
+    before the call is timed), so they stay readable. On a GPU the program is
+    compiled for the profile without XLA's command buffers (``PROFILE_OPTIONS``).
 
     >>> import numpy as np, hlodsl as hd
     >>> x = hd.array(np.ones((256, 256), np.float32))
@@ -318,8 +339,14 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
         raise TypeError(f"profile: f must be a callable (the function to run), got "
                         f"{type(f).__name__}; call it as profile(f, *args, runs=N)")
     compiled = f if isinstance(f, Compiled) else compile_fn(f)
-    entry = compiled.entry(*args, **kwargs)
+    options = PROFILE_OPTIONS.get(platform(), {})
+    if options:  # its own executable: the calls of f keep theirs
+        compiled = compiled.fresh()
+    with extra_compiler_options(options):
+        entry = compiled.entry(*args, **kwargs)
     module = parse_module(entry.exe.optimized_hlo())
+    containers = frozenset(i.name for c in module.computations for i in c.instructions
+                           if i.opcode in _CONTAINERS)
     fresh = _fresh_arguments(compiled, args, kwargs)
 
     def call(arguments):
@@ -328,11 +355,11 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     call(fresh())  # warm: the first run of an executable touches its memory first
     # Plain and profiled calls alternate in rounds, so that a machine busy with other
     # work for a while slows both sides of the comparison alike.
-    rounds = [runs // _ROUNDS + (k < runs % _ROUNDS) for k in range(_ROUNDS)]
+    rounds = _rounds(runs, platform())
     walls: list[int] = []
     events: list[XlaEvent] = []
     device = False
-    for n in filter(None, rounds):
+    for k, n in enumerate(filter(None, rounds)):
         for _ in range(n):
             arguments = fresh()  # (copies of donated arguments: made before the clock)
             start = time.perf_counter_ns()
@@ -343,8 +370,8 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
             for arguments in [fresh() for _ in range(n)]:
                 call(arguments)
 
-        more, device = profile_events(measured)
-        events += more
+        more, device = profile_events(measured, containers)
+        events += _numbered(more, k)
     wall = sum(walls[k] for k in _middle(walls)) / len(_middle(walls))
     ours = [e for e in events if e.module == module.name] or events
     if not ours:

@@ -57,7 +57,7 @@ from .buffers import (  # noqa: E402
 )
 from .executables import (  # noqa: E402
     COMPILER_OPTIONS, Executable, compile_hlo, compiler_options, cost_analysis,
-    release_host_memory, stats,
+    extra_compiler_options, release_host_memory, stats,
 )
 from .lapack import lapack_kernels  # noqa: E402
 from .host_callbacks import callback_target  # noqa: E402
@@ -86,8 +86,8 @@ __all__ = [
     "check_process", "to_device", "to_host", "is_buffer", "adopt", "copy_buffer",
     "is_deleted", "wait", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
     "Executable", "compile_hlo", "stats", "COMPILER_OPTIONS", "compiler_options",
-    "release_host_memory", "cost_analysis", "lapack_kernels", "callback_target",
-    "cusolver_kernels",
+    "extra_compiler_options", "release_host_memory", "cost_analysis", "lapack_kernels",
+    "callback_target", "cusolver_kernels",
     "cusolver_version", "cudnn_version", "compute_capability", "free_memory",
     "portable_artifact",
     "artifact_module", "artifact_mlir_text", "PARTITIONER", "jax_sharding", "put_sharded",

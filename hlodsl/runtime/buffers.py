@@ -125,9 +125,32 @@ def to_dlpack(buf, **kwargs):
     if max_version is not None and tuple(max_version) < (1, 0):
         kwargs["max_version"] = None
     copy = kwargs.pop("copy", None)
+    here, there = tuple(buf.__dlpack_device__()), kwargs.get("dl_device")
+    if there is not None and tuple(there) != here:
+        # The consumer reads another device (numpy: the host, for a GPU array): the
+        # transfer jax makes is the copy.
+        if copy is False:
+            raise BufferError(f"__dlpack__: the array is on DLPack device {_dl(here)} and the "
+                              f"consumer asks for {_dl(there)} with copy=False; moving it "
+                              "there is a copy (copy=None or True makes it)")
+        try:
+            return buf.__dlpack__(**kwargs)
+        except (RuntimeError, ValueError, KeyError) as e:
+            raise BufferError(f"__dlpack__: cannot move the array from DLPack device "
+                              f"{_dl(here)} to {_dl(there)}: {e}") from None
     if copy is not False:
         buf = copy_buffer(buf)
     return buf.__dlpack__(**kwargs)
+
+
+#: DLPack's device types (DLDeviceType) of the platforms hlodsl runs on.
+_DL_TYPES = {1: "CPU", 2: "CUDA", 3: "CUDA host", 10: "ROCm"}
+_PLATFORM_DL_TYPE = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
+
+
+def _dl(device) -> str:
+    kind, index = int(device[0]), int(device[1])
+    return f"({kind}: {_DL_TYPES.get(kind, 'type ' + str(kind))}, {index})"
 
 
 def dlpack_device(buf) -> tuple:
@@ -154,6 +177,14 @@ def from_dlpack(obj, copy: bool | None = None, immutable: bool = False):
             buf = dlpack.from_dlpack(obj, device=device, copy=None if copy else copy)
     except Exception as e:  # PJRT takes compact layouts only (no strides such as x[::2])
         if copy is False:
+            source = getattr(obj, "__dlpack_device__", None)
+            source = tuple(source()) if source is not None else None
+            target = _PLATFORM_DL_TYPE.get(device.platform)
+            if source is not None and target is not None and int(source[0]) != target:
+                raise BufferError(
+                    f"the data is on DLPack device {_dl(source)}, hlodsl's arrays on "
+                    f"{device.platform} ({_dl((target, 0))}): a buffer there cannot alias "
+                    "it; copy=None or True copies it") from None
             raise BufferError(str(e)) from None
         host = np.from_dlpack(obj)
         return to_device(np.ascontiguousarray(host)), np.dtype(host.dtype)

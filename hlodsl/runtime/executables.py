@@ -15,10 +15,12 @@ offending lines of our text. ``Executable.execute`` is the hot path of a compile
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import re
+import threading
 
 import numpy as np
 import jax
@@ -33,8 +35,8 @@ from .host_callbacks import Recorded, with_callbacks
 from .lapack import initialize_lapack
 
 __all__ = ["Executable", "compile_hlo", "compile_and_load", "stats", "COMPILER_OPTIONS",
-           "compiler_options", "release_host_memory", "cost_analysis", "explain",
-           "with_handlers", "METADATA"]
+           "compiler_options", "extra_compiler_options", "release_host_memory",
+           "cost_analysis", "explain", "with_handlers", "METADATA"]
 
 
 #: Counters for tests and benchmarks: how many XLA compiles have run.
@@ -114,17 +116,41 @@ COMPILER_OPTIONS: dict[str, dict[str, str]] = {
 def compiler_options() -> dict[str, str]:
     """The XLA options hlodsl's compiles set on this platform (see ``COMPILER_OPTIONS``).
 
-    >>> compiler_options() if platform() == "cpu" else {}
+    >>> COMPILER_OPTIONS["cpu"]
     {'xla_cpu_experimental_ynn_fusion_type': 'LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT'}
+    >>> compiler_options() == COMPILER_OPTIONS.get(platform(), {})  # none set in XLA_FLAGS
+    True
     """
     flags = os.environ.get("XLA_FLAGS", "")
     return {k: v for k, v in COMPILER_OPTIONS.get(platform(), {}).items()
             if f"--{k}=" not in flags}
 
 
+_EXTRA = threading.local()
+
+
+@contextlib.contextmanager
+def extra_compiler_options(options: dict[str, str | bool | int]):
+    """XLA options added to the compiles this thread makes inside the block (the
+    persistent cache keys them too): ``hd.profile`` compiles its program for XLA:GPU
+    with ``xla_gpu_enable_command_buffer`` empty, as jax does for its profiles.
+
+    >>> with extra_compiler_options({"xla_cpu_enable_fast_math": False}):
+    ...     _options(1, 1).env_option_overrides[-1]
+    ('xla_cpu_enable_fast_math', False)
+    """
+    before = getattr(_EXTRA, "options", {})
+    _EXTRA.options = {**before, **options}
+    try:
+        yield
+    finally:
+        _EXTRA.options = before
+
+
 def _options(num_replicas: int, num_partitions: int):
     opts = xc.CompileOptions()
-    opts.env_option_overrides = list(compiler_options().items())
+    opts.env_option_overrides = list({**compiler_options(),
+                                      **getattr(_EXTRA, "options", {})}.items())
     n = num_replicas * num_partitions
     if n > 1:
         if n > device_count():
@@ -322,8 +348,41 @@ _drain_call_records = compat.collect_garbage
 METADATA = re.compile(r", metadata=\{[^}]*\}")
 
 
+_GRID = re.compile(r"Kernel '([^']+)' launch needs more blocks \((\d+), (\d+)\) than allowed "
+                   r"by hardware \((\d+), (\d+)\)")
+_ARRAY = re.compile(r"\b([a-z]+\d*[a-z0-9]*)\[([\d,]+)\]")
+
+
+def _largest_array(text: str) -> str:
+    """The array type of the most elements that ``text`` names (``f32[2305843009213693951]``)."""
+    best, size = "", -1
+    for m in _ARRAY.finditer(text):
+        n = int(np.prod([int(d) for d in m.group(2).split(",")], dtype=object))
+        if n > size:
+            best, size = m.group(0), n
+    return best
+
+
 def explain(text: str, message: str, be=None, opts=None, n: int = 1) -> str:
-    """Our message for an XLA rejection: its most precise error and the lines it names."""
+    """Our message for an XLA rejection: its most precise error and the lines it names.
+
+    A kernel grid larger than the device allows is no bug of hlodsl's but an array too
+    large for any kernel (XLA:GPU's RET_CHECK says it in its own words):
+
+    >>> print(explain("ROOT z = f32[4611686018427387903] broadcast(c)", "INTERNAL: RET_CHECK "
+    ...               "failure ... Kernel 'loop_broadcast_fusion' launch needs more blocks "
+    ...               "(2147483393, 8388609) than allowed by hardware (2147483647, 65535)."))
+    XLA:GPU cannot launch a kernel over f32[4611686018427387903]: its kernel
+    'loop_broadcast_fusion' needs a grid of 2147483393 x 8388609 blocks, the device
+    allows 2147483647 x 65535; no GPU kernel covers an array this large (nor does any
+    GPU's memory)
+    """
+    grid = _GRID.search(message)
+    if grid:
+        kernel, bx, by, lx, ly = grid.groups()
+        return (f"XLA:GPU cannot launch a kernel over {_largest_array(text)}: its kernel "
+                f"'{kernel}' needs a grid of {bx} x {by} blocks, the device allows {lx} x {ly}; "
+                "no GPU kernel covers an array this large (nor does any GPU's memory)")
     lines = text.splitlines()
     # With source metadata, verifier errors name Python lines (file:line:col);
     # compiling once more without it makes them name the HLO instruction.

@@ -21,6 +21,7 @@ import bisect
 import functools
 import glob
 import importlib
+import io
 import os
 import tempfile
 import warnings
@@ -30,12 +31,13 @@ from typing import Callable, NamedTuple
 import jax
 import jaxlib.xla_client as xc
 
-__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_handler",
-           "device_put", "collect_garbage", "client_started", "can_bind_lapack",
-           "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
+__all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "legalize",
+           "module_text", "result_handler", "device_put", "collect_garbage", "client_started",
+           "can_bind_lapack", "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
            "to_portable_artifact", "from_portable_artifact", "portable_artifact_text",
-           "profile_events", "can_compile_host_callbacks", "compile_with_host_callbacks",
-           "cuda_solver_targets", "cuda_library_version", "asked_by_jax_operator"]
+           "profile_events", "device_work", "can_compile_host_callbacks",
+           "compile_with_host_callbacks", "cuda_solver_targets", "cuda_library_version",
+           "asked_by_jax_operator"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -60,9 +62,12 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects":
         "registers the MLIR dialects (func, ...) a StableHLO module needs in an MLIR context "
         "of jaxlib's bindings: PJRT takes host callbacks only with a module parsed into such "
-        "a context (compile_with_host_callbacks); without it, a program that calls Python "
-        "(hd.debug_print, hd.pure_callback, hd.io_callback) raises an ImportError naming "
-        "the release, and every other program compiles as before",
+        "a context (compile_with_host_callbacks), and hlo_to_stablehlo legalizes what XLA's "
+        "conversion leaves there (mhlo.copy, a rank-2 stablehlo.dot with an algorithm); "
+        "without it, a program that calls Python (hd.debug_print, hd.pure_callback, "
+        "hd.io_callback) raises an ImportError naming the release, and the others compile "
+        "as XLA converted them: XLA:CPU takes them, XLA:GPU and hd.export refuse a copy and "
+        "a rank-2 dot loses its algorithm",
     "jax._src.lib.cuda_versions":
         "the versions of the CUDA libraries jax's CUDA plugin loaded (cuSOLVER: geev needs "
         "11.7.1; cuDNN); without it, or without a GPU, they count as unknown and hlodsl "
@@ -140,7 +145,107 @@ def hlo_to_stablehlo(text: str) -> bytes:
                           "which hlodsl compiles through; install a jaxlib in the range "
                           "pyproject.toml declares")
     module = xc.hlo.hlo_module_from_text(text)
-    return _to_stablehlo(module.as_serialized_hlo_module_proto())
+    return legalize(_to_stablehlo(module.as_serialized_hlo_module_proto()))
+
+
+# XLA's HLO -> StableHLO conversion leaves two things that are not portable StableHLO:
+# - HLO ``copy`` becomes ``mhlo.copy`` (StableHLO has no copy). XLA:CPU compiles the
+#   mixed module; XLA:GPU marks mhlo illegal ("failed to legalize operation 'mhlo.copy'")
+#   and a portable artifact cannot hold it ("dialect 'mhlo' is unknown"). A copy is the
+#   identity on values (XLA adds the copies its layouts need itself; jax emits none), so
+#   its uses take its operand.
+# - A dot without batch dimensions becomes ``stablehlo.dot``, which has no algorithm: the
+#   algorithm rides along as a discardable attribute that XLA:CPU drops and XLA:GPU
+#   refuses ("failed to legalize operation 'stablehlo.dot'"). Such a dot is rewritten as
+#   the ``stablehlo.dot_general`` it is (lhs's last dimension against rhs's first), which
+#   carries the algorithm as jax writes it.
+# Both names are strings of the bytecode: a module without them is not parsed at all.
+_LEGALIZED = (b"copy", b"algorithm")
+_SHARDINGS = ("mhlo.sharding", "mhlo.frontend_attributes")
+
+
+@functools.lru_cache(maxsize=None)
+def _mlir():
+    """jaxlib's MLIR bindings and a function making a context that reads XLA's output
+    (None where this jaxlib lacks the dialect registration)."""
+    register = private("jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects")
+    if register is None:
+        return None
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import chlo, mhlo, sdy, stablehlo
+
+    def context():
+        ctx = ir.Context()
+        ctx.enable_multithreading(False)  # one small module: no thread pool per context
+        registry = ir.DialectRegistry()
+        register(registry)
+        ctx.append_dialect_registry(registry)
+        ctx.load_all_available_dialects()
+        for dialect in (stablehlo, chlo, sdy):
+            dialect.register_dialect(ctx)
+        mhlo.register_mhlo_dialect(ctx)
+        return ctx
+
+    return ir, stablehlo, context
+
+
+def module_text(data: bytes) -> str:
+    """StableHLO bytecode (``hlo_to_stablehlo``'s) as MLIR text, to read what compiles."""
+    mlir = _mlir()
+    if mlir is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no "
+                          "jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects, which "
+                          "reading StableHLO bytecode as text needs")
+    ir, _, context = mlir
+    with context():
+        return str(ir.Module.parse(data))
+
+
+def legalize(data: bytes) -> bytes:
+    """StableHLO bytecode from XLA's HLO -> StableHLO conversion with its ``mhlo.copy``
+    ops removed and its rank-2 ``stablehlo.dot`` ops with an algorithm written as
+    ``stablehlo.dot_general`` (see above); the same bytes when there is neither."""
+    if not any(word in data for word in _LEGALIZED):
+        return data
+    mlir = _mlir()
+    if mlir is None:
+        return data
+    ir, stablehlo, context = mlir
+    with context(), ir.Location.unknown():
+        module = ir.Module.parse(data)
+        found = []
+
+        def visit(op):
+            # A copy that carries a sharding is a partitioner's hint: it stays.
+            if (op.name == "mhlo.copy" and not any(a in _SHARDINGS for a in op.attributes)) \
+                    or (op.name == "stablehlo.dot" and "algorithm" in op.attributes):
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        if not found:
+            return data
+        for op in found:
+            if op.name == "mhlo.copy":
+                op.results[0].replace_all_uses_with(op.operands[0])
+            else:
+                lhs, rhs = op.operands
+                numbers = stablehlo.DotDimensionNumbers.get(
+                    lhs_batching_dimensions=[], rhs_batching_dimensions=[],
+                    lhs_contracting_dimensions=[ir.RankedTensorType(lhs.type).rank - 1],
+                    rhs_contracting_dimensions=[0])
+                attributes = op.attributes
+                precision = (attributes["precision_config"]
+                             if "precision_config" in attributes else None)
+                general = stablehlo.DotGeneralOp(
+                    op.results[0].type, lhs, rhs, numbers, precision_config=precision,
+                    algorithm=attributes["algorithm"], loc=op.location,
+                    ip=ir.InsertionPoint(op))
+                op.results[0].replace_all_uses_with(general.result)
+            op.erase()
+        out = io.BytesIO()
+        module.operation.write_bytecode(out)
+        return out.getvalue()
 
 
 # -- buffers: results and host -> device ------------------------------------------------
@@ -368,9 +473,40 @@ def _completed(starts: list, ends: dict) -> list[XlaEvent]:
     return out
 
 
-def profile_events(run: Callable[[], None]) -> tuple[list[XlaEvent], bool]:
+def device_work(starts: list, keep_on_host: frozenset = frozenset()) -> list:
+    """Of ``(event, duration)`` pairs from host and device planes, the device's, each
+    kernel once per plane (a stream's line and the derived lines repeat it), and the host
+    events of the instructions ``keep_on_host`` names (see ``profile_events``).
+
+    >>> e = XlaEvent("fusion.1", "m", 0, ("/device:GPU:0", "Stream #7"), 10, 10)
+    >>> w = XlaEvent("while.2", "m", 0, ("/host:CPU", "tf_pjrt_thread"), 5, 5)
+    >>> launch = XlaEvent("fusion.1", "m", 0, ("/host:CPU", "tf_pjrt_thread"), 8, 8)
+    >>> again = e._replace(thread=("/device:GPU:0", "XLA Ops"))
+    >>> [p[0].instruction for p in device_work([(e, 3), (w, 20), (launch, 1), (again, 3)],
+    ...                                        frozenset({"while.2"}))]
+    ['fusion.1', 'while.2']
+    """
+    seen: set = set()
+    kept = []
+    for pair in starts:
+        e = pair[0]
+        key = (e.thread[0], e.instruction, e.run, e.start_ns, pair[1])
+        if (e.thread[0].startswith("/device:") or e.instruction in keep_on_host) \
+                and key not in seen:
+            seen.add(key)
+            kept.append(pair)
+    return kept
+
+
+def profile_events(run: Callable[[], None], keep_on_host: frozenset = frozenset()
+                   ) -> tuple[list[XlaEvent], bool]:
     """Call ``run()`` under XLA's profiler; the events that name an HLO instruction, and
     whether they came from a device plane (``/device:...``; else from host threads).
+
+    With device events, the host's are launches, not the work, and are dropped, except
+    those of the instructions ``keep_on_host`` names (a ``while`` runs no kernel of its
+    own: its host event encloses its body's kernels). A device kernel the profiler shows
+    on several lines of its plane (a stream's and the derived ones) counts once.
 
     Uses jax's public profiler (``jax.profiler.start_trace``/``stop_trace`` into a
     temporary folder, read back with ``jax.profiler.ProfileData``): it collects
@@ -421,7 +557,7 @@ def profile_events(run: Callable[[], None]) -> tuple[list[XlaEvent], bool]:
                                             (plane.name, line.name), start, start),
                                    int(e.duration_ns)))
     if device:  # a device's own kernels: the host's launch events are not the work
-        starts = [p for p in starts if p[0].thread[0].startswith("/device:")]
+        starts = device_work(starts, keep_on_host)
     for times in ends.values():
         times.sort()
     return _completed(starts, ends), device
