@@ -144,8 +144,28 @@ class _JvpRules(Rules):
         out, t_out = convert(self.f.jvp_fn)(unflatten(self.tree, leaves),
                                             unflatten(self.tree, tangents))
         out_leaves = flatten(out)[0]
-        t_leaves = flatten(t_out)[0]
+        t_leaves = tangent_leaves(out, t_out)
         return out_leaves, [t if differentiable(o) else None for o, t in zip(out_leaves, t_leaves)]
+
+
+def tangent_leaves(out, t_out) -> list:
+    """``t_out`` (shaped as ``out``, None for a zero or absent tangent) as one entry per
+    array leaf of ``out``."""
+    if isinstance(out, (tuple, list)):
+        t_out = [None] * len(out) if t_out is None else t_out
+        return [t for o, t in zip(out, t_out) for t in tangent_leaves(o, t)]
+    if isinstance(out, dict):
+        return [t for k in out for t in tangent_leaves(out[k], None if t_out is None
+                                                        else t_out[k])]
+    leaves, _ = flatten(out)
+    if len(leaves) == 1 and leaves[0] is out:
+        return [t_out]
+    return tangent_leaves_general(leaves, t_out)
+
+
+def tangent_leaves_general(leaves: list, t_out) -> list:
+    # Other structures (attrs classes): their tangents hold no None in place of an array.
+    return flatten(t_out)[0] if t_out is not None else [None] * len(leaves)
 
 
 class custom_jvp:
@@ -192,6 +212,6 @@ class custom_jvp:
         with trace.paused():
             out, t_out = convert(self.jvp_fn)(args, unflatten(tree, tangents))
         out_leaves, _ = flatten(out)
-        for o, t in zip(out_leaves, flatten(t_out)[0]):
+        for o, t in zip(out_leaves, tangent_leaves(out, t_out)):
             trace.set(o, t)
         return out

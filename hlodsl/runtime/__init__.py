@@ -4,7 +4,8 @@ jax is used here as a runtime only: its PJRT client compiles the HLO text we
 emit, and jax ``Array`` objects serve as device buffers. Nothing of jax's
 tracing, ``jit``, ``lax`` or ``numpy`` implements any part of hlodsl (the one
 exception is a bridge: ``jax_programs.lower_jax`` lowers a *user's* jax function
-for ``hd.from_jax``). Every call that reaches a private jax/jaxlib name goes
+for ``hd.from_jax``, and ``jax_derivatives`` asks jax for that function's
+derivatives). Every call that reaches a private jax/jaxlib name goes
 through ``jaxlib_compat``, which probes each once (checked on jax/jaxlib
 0.10.2, 0.11.2 and 0.12.0.1).
 
@@ -20,6 +21,7 @@ What it holds, by concern:
 | ``sharded`` | sharded buffers and SPMD-partitioned programs over a mesh |
 | ``processes`` | several processes: PJRT's distributed runtime |
 | ``jax_programs`` | HLO text of jax's programs and of StableHLO (``hd.import_hlo``, ``hd.from_jax``) |
+| ``jax_derivatives`` | jax's own derivatives of a user's jax function, to lower (``hd.from_jax``) |
 | ``disk_cache`` | the persistent cache of compiled executables |
 | ``jaxlib_compat`` | every private jax/jaxlib name hlodsl uses, probed once with a fallback |
 
@@ -67,7 +69,11 @@ from .processes import (  # noqa: E402
     shutdown_distributed,
 )
 from .jax_programs import (  # noqa: E402
-    check_hlo_text, computation_text, jax_stage_text, lower_jax, stablehlo_text,
+    check_hlo_text, computation_text, flat_jax, jax_specs, jax_stage_text, lower_flat,
+    lower_jax, stablehlo_text,
+)
+from .jax_derivatives import (  # noqa: E402
+    JaxDerivativeError, inexact, jvp_program, lower_derivative, residual_programs, vjp_program,
 )
 
 __all__ = [
@@ -81,5 +87,7 @@ __all__ = [
     "replicate_on", "compile_partitioned", "output_blocks", "partitioned_executor",
     "from_process_local_data", "initialize_distributed", "shutdown_distributed",
     "process_index", "process_count", "local_device_ids", "computation_text",
-    "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text",
+    "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text", "flat_jax",
+    "lower_flat", "jax_specs", "JaxDerivativeError", "inexact", "jvp_program", "vjp_program",
+    "residual_programs", "lower_derivative",
 ]

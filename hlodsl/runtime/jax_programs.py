@@ -16,7 +16,8 @@ import jaxlib.xla_client as xc
 
 from . import jaxlib_compat as compat
 
-__all__ = ["computation_text", "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text"]
+__all__ = ["computation_text", "stablehlo_text", "check_hlo_text", "lower_jax", "flat_jax",
+           "lower_flat", "jax_specs", "jax_stage_text"]
 
 # -- programs from elsewhere: HLO text for hlodsl.import_hlo ------------------------------
 
@@ -75,6 +76,20 @@ def check_hlo_text(text: str) -> None:
         raise ValueError(str(e)) from None
 
 
+def jax_specs(leaves) -> list:
+    """``jax.ShapeDtypeStruct``s of array leaves (numpy, jax or hlodsl arrays, or specs)."""
+    return [jax.ShapeDtypeStruct(tuple(leaf.type.shape), leaf.type.dtype.np_dtype)
+            if hasattr(leaf, "type") else
+            jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf)) for leaf in leaves]
+
+
+def lower_flat(flat_fn, specs: list) -> tuple[str, list]:
+    """``flat_fn`` (arrays in, a list of arrays out) lowered by ``jax.jit`` on ``specs``:
+    the module's HLO text (with source metadata) and the results' specs."""
+    lowered = jax.jit(flat_fn, keep_unused=True).lower(*specs)
+    return computation_text(lowered.compiler_ir("hlo")), list(lowered.out_info)
+
+
 def lower_jax(fn, args: tuple):
     """``fn`` lowered by ``jax.jit`` on arrays like ``args`` (a pytree of arrays).
 
@@ -84,17 +99,27 @@ def lower_jax(fn, args: tuple):
     structure. Unused arguments stay parameters (``keep_unused``), so the
     parameter list is always the flattened arguments.
     """
+    flat_fn, specs, flatten, unflatten = flat_jax(fn, args)
+    return lower_flat(flat_fn, specs)[0], flatten, unflatten
+
+
+def flat_jax(fn, args: tuple):
+    """``fn`` as a function of its arguments' array leaves returning its results' leaves.
+
+    Returns ``(flat_fn, specs, flatten, unflatten)``: ``specs`` the leaves of ``args``
+    as ``jax.ShapeDtypeStruct``s, ``flatten`` from arguments structured as ``args``
+    to their leaves, ``unflatten`` from result leaves (a list, a tuple, or one array)
+    to ``fn``'s output structure (known once ``flat_fn`` was traced).
+    """
     leaves, treedef = jax.tree_util.tree_flatten(args)
-    specs = [jax.ShapeDtypeStruct(tuple(leaf.type.shape), leaf.type.dtype.np_dtype)
-             if hasattr(leaf, "type") else
-             jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf)) for leaf in leaves]
+    specs = jax_specs(leaves)
+    box = {}
 
     @functools.wraps(fn)  # jax names the module and its op_names after fn
     def flat_fn(*flat):
-        return fn(*jax.tree_util.tree_unflatten(treedef, flat))
-
-    lowered = jax.jit(flat_fn, keep_unused=True).lower(*specs)
-    out_tree = lowered.out_tree
+        out, box["tree"] = jax.tree_util.tree_flatten(
+            fn(*jax.tree_util.tree_unflatten(treedef, flat)))
+        return out
 
     def flatten(call_args: tuple) -> list:
         flat, tree = jax.tree_util.tree_flatten(call_args)
@@ -104,10 +129,10 @@ def lower_jax(fn, args: tuple):
         return flat
 
     def unflatten(results):
-        flat = list(results) if isinstance(results, tuple) else [results]
-        return jax.tree_util.tree_unflatten(out_tree, flat)
+        flat = list(results) if isinstance(results, (tuple, list)) else [results]
+        return jax.tree_util.tree_unflatten(box["tree"], flat)
 
-    return computation_text(lowered.compiler_ir("hlo")), flatten, unflatten
+    return flat_fn, specs, flatten, unflatten
 
 
 def jax_stage_text(stage) -> str:
