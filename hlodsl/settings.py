@@ -68,6 +68,10 @@ class Config:
     #: expects; complex numbers are then complex64). numpy arrays keep their own type.
     #: Read when a function is staged; a change empties hlodsl's caches.
     default_float: str = "float64"
+    #: Seconds the child process that reads StableHLO from outside (``hd.import_hlo`` of
+    #: bytes or MLIR text, ``hd.deserialize``) may take per program before it is stopped
+    #: and the read refused (hlodsl.runtime.isolated).
+    untrusted_read_timeout_s: float = 30.0
 
     def __setattr__(self, name, value):
         allowed = _CHOICES.get(name)

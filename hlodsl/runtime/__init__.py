@@ -21,6 +21,7 @@ What it holds, by concern:
 | ``sharded`` | sharded buffers and SPMD-partitioned programs over a mesh |
 | ``processes`` | several processes: PJRT's distributed runtime |
 | ``jax_programs`` | HLO text of jax's programs and of StableHLO (``hd.import_hlo``, ``hd.from_jax``) |
+| ``isolated`` | StableHLO from outside read in a child process (``reader_worker``): no input crashes the caller |
 | ``jax_derivatives`` | jax's own derivatives of a user's jax function, to lower (``hd.from_jax``) |
 | ``disk_cache`` | the persistent cache of compiled executables |
 | ``jaxlib_compat`` | every private jax/jaxlib name hlodsl uses, probed once with a fallback |
@@ -72,6 +73,10 @@ from .jax_programs import (  # noqa: E402
     check_hlo_text, computation_text, flat_jax, jax_specs, jax_stage_text, lower_flat,
     lower_jax, stablehlo_text,
 )
+from .isolated import (  # noqa: E402
+    StableHloReading, UntrustedInputError, artifact_mlir_text_isolated, read_stablehlo,
+    reader_pid,
+)
 from .jax_derivatives import (  # noqa: E402
     JaxDerivativeError, inexact, jvp_program, lower_derivative, residual_programs, vjp_program,
 )
@@ -89,5 +94,6 @@ __all__ = [
     "process_index", "process_count", "local_device_ids", "computation_text",
     "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text", "flat_jax",
     "lower_flat", "jax_specs", "JaxDerivativeError", "inexact", "jvp_program", "vjp_program",
-    "residual_programs", "lower_derivative",
+    "residual_programs", "lower_derivative", "read_stablehlo", "StableHloReading",
+    "UntrustedInputError", "reader_pid", "artifact_mlir_text_isolated",
 ]

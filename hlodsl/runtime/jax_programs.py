@@ -8,22 +8,18 @@ in hlodsl uses jax's tracing.
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 import jax
 import jaxlib.xla_client as xc
 
 from . import jaxlib_compat as compat
+from .reader_worker import merged_constants
 
 __all__ = ["computation_text", "stablehlo_text", "check_hlo_text", "lower_jax", "flat_jax",
            "lower_flat", "jax_specs", "jax_stage_text"]
 
 # -- programs from elsewhere: HLO text for hlodsl.import_hlo ------------------------------
-
-_ELIDED = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)")
-_CONSTANT_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*\bconstant\(")
-
 
 def computation_text(computation) -> str:
     """HLO text of an ``XlaComputation`` with its source metadata and whole constants.
@@ -36,29 +32,7 @@ def computation_text(computation) -> str:
     text = computation.as_hlo_module().to_string()
     if "{...}" not in text:
         return text
-    full = {}
-    for line in computation.as_hlo_text(print_large_constants=True).splitlines():
-        m = _CONSTANT_LINE.match(line)
-        if m:
-            full[m[1]] = line[line.index("constant("):]
-    out = []
-    for line in text.splitlines():
-        m = _ELIDED.match(line)
-        if m and m[1] in full:
-            line = line.replace("constant({...})", _constant_call(full[m[1]]))
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def _constant_call(text: str) -> str:
-    """``constant(...)`` with balanced parentheses from the start of ``text``."""
-    depth = 0
-    for k, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and ch == ")":
-            return text[:k + 1]
-    return text
+    return merged_constants(text, computation.as_hlo_text(print_large_constants=True))
 
 
 def stablehlo_text(module: str | bytes) -> str:
