@@ -264,8 +264,8 @@ def _check_entry_layout(module: HloModule) -> None:
                     key=lambda i: int(i.operands[0]))
     try:
         declared = read_type(layout[:arrow]) if arrow > 0 else None
-    except (ValueError, KeyError):
-        _fail("cannot read the module's entry_computation_layout", 1)
+    except (ValueError, KeyError, TypeError, OverflowError) as e:
+        _fail(f"cannot read the module's entry_computation_layout ({e})", 1)
     if declared is None or not isinstance(declared, TupleType) or \
             list(declared.elements) != [read_type(p.type) for p in params]:
         _fail(f"the module's entry_computation_layout ({layout[:80]}) does not agree with the "
