@@ -61,13 +61,14 @@ def run_eagerly(impl: Callable, name: str, *args):
         hit = _TRACES.get(key)
         if hit is not None:
             return run_entry(hit[0], leaves)
-    try:
-        staged = stage_types(_with_arrays(impl), treedef, types_of(leaves), f"eager_{name}")
-    except _NoArrays as e:  # e.g. branches returning None: nothing to run
-        return e.value
-    entry = Entry(staged, _executable(staged, name))
-    if key is not None:
-        _TRACES.put(key, (entry, held))
+    with staging_share():  # staged, compiled and cached under the same settings
+        try:
+            staged = stage_types(_with_arrays(impl), treedef, types_of(leaves), f"eager_{name}")
+        except _NoArrays as e:  # e.g. branches returning None: nothing to run
+            return e.value
+        entry = Entry(staged, _executable(staged, name))
+        if key is not None:
+            _TRACES.put(key, (entry, held))
     return run_entry(entry, leaves)
 
 

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from hlodsl import runtime
 from hlodsl.context import STATE
+from hlodsl.settings import staging_share
 
 from .custom import custom_jvp, custom_vjp
 from .hlo_import import HloImportError, ImportedFunction, import_hlo
@@ -100,7 +101,8 @@ class _Flat:
     # -- jax's derivative programs, lowered once, when first needed ----------------------
 
     def _program(self, kind: str):
-        with self._lock:
+        # The share before the lock: whoever holds the lock stages (settings.staging_share).
+        with staging_share(), self._lock:
             if kind not in self._derived:
                 self._derived[kind] = self._lower(kind)
             return self._derived[kind]

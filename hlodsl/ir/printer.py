@@ -47,7 +47,7 @@ class PrintContext:
         self.manual_sharding = manual_sharding
         self.blocks: list[str] = []  # printed sub-computations, dependencies first
         self._by_body: dict[tuple, str] = {}  # (required name, body text) -> name
-        self._by_comp: dict[tuple, str] = {}
+        self._by_comp: dict[tuple, tuple[Computation, str]] = {}
         self._used_names: set[str] = set()
         self.meshes: dict = {}  # hlodsl Mesh -> its name in xla.sdy.meshes
 
@@ -57,14 +57,19 @@ class PrintContext:
         key = (id(comp), name)
         known = self._by_comp.get(key)
         if known is not None:
-            return known
+            return known[1]
         body = self._body(comp)
         found = self._by_body.get((name, body))
         if found is None:
             found = self._fresh(name or _ident(comp.name))
             self._by_body[(name, body)] = found
             self.blocks.append(f"{found} {{\n{body}}}\n")
-        self._by_comp[key] = found
+        # NOTE: comp is kept with its name. Ops stage their computations again as they
+        # print (a cache that evicted one meanwhile makes a new object); were a printed
+        # one freed, a later one could get its id() and be given its name: a reduction
+        # would apply another computation (the "Reduction-region must take 2 parameters"
+        # error of a settings change racing a compile).
+        self._by_comp[key] = (comp, found)
         return found
 
     def mesh_name(self, mesh) -> str:
