@@ -48,7 +48,7 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from .client import (  # noqa: E402
-    backend, check_process, device_count, hlo_opcode_enum_names, platform, versions,
+    backend, check_process, device_count, hlo_opcode_enum_names, platform, started, versions,
 )
 from .buffers import (  # noqa: E402
     adopt, copy_buffer, device_index, dlpack_device, from_dlpack, is_buffer, is_deleted,
@@ -82,7 +82,7 @@ from .jax_derivatives import (  # noqa: E402
 )
 
 __all__ = [
-    "backend", "platform", "device_count", "versions", "hlo_opcode_enum_names",
+    "backend", "platform", "device_count", "versions", "hlo_opcode_enum_names", "started",
     "check_process", "to_device", "to_host", "is_buffer", "adopt", "copy_buffer",
     "is_deleted", "wait", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
     "Executable", "compile_hlo", "stats", "COMPILER_OPTIONS", "compiler_options",
