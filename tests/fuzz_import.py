@@ -37,12 +37,12 @@ KINDS = ("text", "artifact", "export", "mlir")
 # -- the corpus -------------------------------------------------------------------------------
 
 def corpus() -> dict:
+    import hlodsl.stdlib as xp
     import jax
     import jax.numpy as jnp
     import numpy as np
 
     import hlodsl as hd
-    import hlodsl.stdlib as xp
     from hlodsl import runtime
 
     a = hd.array(np.arange(12, dtype=np.float32).reshape(3, 4))
@@ -204,7 +204,8 @@ def outcome(kind: str, payload) -> str:
 def child(seed: int, n: int) -> None:
     """Run ``n`` cases drawn with ``seed``, printing ``case K`` before and ``done K
     OUTCOME`` after each."""
-    from hypothesis import HealthCheck, given, seed as hseed, settings
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
 
     import hlodsl as hd
 
@@ -236,7 +237,8 @@ def run(seed: int, n: int, limit_s: float = CASE_LIMIT_S) -> dict:
     env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
     import tempfile
 
-    err = tempfile.TemporaryFile(mode="w+")  # a pipe left unread could fill and stall the child
+    # A pipe left unread could fill and stall the child: its stderr goes to a file.
+    err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, __file__, str(seed), str(n)], stdout=subprocess.PIPE,
                             stderr=err, env=env, text=True)
     current = kind = None

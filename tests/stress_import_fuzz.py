@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import fuzz_import  # noqa: E402
+import fuzz_import
 
 
 def main(total: int, per_run: int = 500, first_seed: int = 1000) -> dict:

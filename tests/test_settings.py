@@ -14,13 +14,13 @@ import re
 import threading
 import time
 
+import hlodsl.stdlib as xp
 import numpy as np
 import pytest
 
 import hlodsl as hd
-import hlodsl.stdlib as xp
-from hlodsl.ir import staging
 from hlodsl.introspect.hlo_text import parse_module
+from hlodsl.ir import staging
 
 
 def test_an_unknown_setting_is_refused_with_the_closest_name():

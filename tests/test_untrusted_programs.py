@@ -17,14 +17,13 @@ import pathlib
 import signal
 import time
 
+import fuzz_import
 import numpy as np
 import pytest
 
 import hlodsl as hd
 from hlodsl import runtime
 from hlodsl.interchange.exported import _HEADER
-
-import fuzz_import
 
 ARTIFACT = (pathlib.Path(__file__).parent / "data" / "train_step.artifact").read_bytes()
 
@@ -43,8 +42,8 @@ def _flipped(byte: int, mask: int) -> bytes:
 
 BAD_TEXTS = {
     "parameter_numbered_past_the_count": (  # the text: XLA aborted (param_no)
-        "HloModule m\nENTRY m {\n x = f32[3] parameter(0)\n y = f32[3] parameter(2)\n"
-        " ROOT z = f32[3] add(x, y)\n}\n",
+        ("HloModule m\nENTRY m {\n x = f32[3] parameter(0)\n y = f32[3] parameter(2)\n"
+         " ROOT z = f32[3] add(x, y)\n}\n"),
         r"parameters are numbered \[0, 2\]"),
     "reshape_with_another_element_count": (  # XLA aborted (hlo_instruction.cc CHECK)
         _module("  x = f32[6] parameter(0)\n  ROOT y = f32[4] reshape(x)"),
@@ -56,9 +55,9 @@ BAD_TEXTS = {
         _module("  x = f32[3] parameter(0)\n  ROOT y = f32[3] call(x), to_apply=nowhere"),
         r"line 5: to_apply=nowhere names no computation defined above"),
     "call_of_a_later_computation": (
-        "HloModule m\n\nENTRY m {\n  x = f32[3] parameter(0)\n"
-        "  ROOT y = f32[3] call(x), to_apply=later\n}\n\nlater {\n"
-        "  p = f32[3] parameter(0)\n  ROOT q = f32[3] negate(p)\n}\n",
+        ("HloModule m\n\nENTRY m {\n  x = f32[3] parameter(0)\n"
+         "  ROOT y = f32[3] call(x), to_apply=later\n}\n\nlater {\n"
+         "  p = f32[3] parameter(0)\n  ROOT q = f32[3] negate(p)\n}\n"),
         r"to_apply=later names no computation defined above"),
     "huge_dimension": (
         _module("  ROOT x = f32[1099511627777] parameter(0)"),
@@ -77,12 +76,12 @@ BAD_TEXTS = {
         "HloModule m\nENTRY m {\n  ROOT x = f32[3] parameter(0)\n",
         r"line 2: this computation is never closed"),
     "a_signature_that_disagrees": (
-        "HloModule m\nENTRY m (x: f32[4]) -> f32[3] {\n  x = f32[3] parameter(0)\n"
-        "  ROOT y = f32[3] negate(x)\n}\n",
+        ("HloModule m\nENTRY m (x: f32[4]) -> f32[3] {\n  x = f32[3] parameter(0)\n"
+         "  ROOT y = f32[3] negate(x)\n}\n"),
         r"signature declares parameters \(f32\[4\]\) but it has \(f32\[3\]\)"),
     "two_entries": (
-        "HloModule m\nENTRY a {\n  ROOT x = f32[3] parameter(0)\n}\n"
-        "ENTRY b {\n  ROOT x = f32[3] parameter(0)\n}\n",
+        ("HloModule m\nENTRY a {\n  ROOT x = f32[3] parameter(0)\n}\n"
+         "ENTRY b {\n  ROOT x = f32[3] parameter(0)\n}\n"),
         r"a second ENTRY computation"),
     "an_unknown_element_type": (
         _module("  ROOT x = f33[3] parameter(0)"), r"cannot read the type 'f33\[3\]'"),
@@ -168,7 +167,7 @@ def exported():
 
 
 def _rebuilt(exported, change, artifact=None) -> bytes:
-    data, fmt, meta, art = exported
+    _, fmt, meta, art = exported
     meta = json.loads(json.dumps(meta))
     change(meta)
     if artifact is not None:

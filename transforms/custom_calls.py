@@ -22,16 +22,16 @@ hlodsl.Array[float32, (3,)]([0., 1., 0.])
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
-
-from hlodsl.arrays.array import Array
-from hlodsl.ir.rules import batch_rule, jvp_rule, transformations, vjp_rule
 from hlodsl.ops import Broadcast, Call, Transpose
 from hlodsl.ops._ad import inexact, jvp_through, sum_dims, vjp_through, zeros_like_array
 
-__all__ = ["CustomRulesCall", "Rules", "BatchedRules", "staged_call"]
+from hlodsl.arrays.array import Array
+from hlodsl.ir.rules import batch_rule, jvp_rule, transformations, vjp_rule
+
+__all__ = ["BatchedRules", "CustomRulesCall", "Rules", "staged_call"]
 
 
 class Rules:

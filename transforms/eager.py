@@ -16,7 +16,7 @@ from hlodsl.ir.dispatcher import cached_method
 from hlodsl.errors import staging_error
 from hlodsl.ir.graph import current_builder
 from hlodsl.arrays.scalars import traced_scalar
-from hlodsl.settings import config
+from hlodsl.settings import config, staging_share
 from hlodsl.arrays.tree import flatten, has_identity_static, unflatten
 
 from .structures import types_of

@@ -169,7 +169,7 @@ def from_jax(fn: Callable, *example_args: Any) -> JaxFunction:
     """
     flat_fn, specs, flatten, unflatten = runtime.flat_jax(fn, example_args)
     text, out_specs = runtime.lower_flat(flat_fn, specs)
-    name = getattr(fn, "__name__", "jax_function")
-    name = name if name.isidentifier() else "jax_function"
-    flat = _Flat(flat_fn, specs, name, text, out_specs, name)
+    shown = getattr(fn, "__name__", "jax_function")
+    name = shown if shown.isidentifier() else "jax_function"
+    flat = _Flat(flat_fn, specs, name, text, out_specs, shown)
     return JaxFunction(fn, flat.imported, flatten, unflatten, flat)

@@ -21,7 +21,7 @@ from hlodsl.arrays.dtypes import element_type, from_hlo
 from hlodsl.arrays.types import ArrayType
 from hlodsl.errors import ExportError
 
-__all__ = ["check_metadata", "check_types", "program_types", "guarded"]
+__all__ = ["check_metadata", "check_types", "guarded", "program_types"]
 
 _FIELDS = ("versions", "name", "platform", "in_tree", "in_types", "in_paths", "in_shardings",
            "out_tree", "out_types", "out_shardings", "artifact")

@@ -37,10 +37,16 @@ from hlodsl.arrays.types import ArrayType, TupleType
 from hlodsl.errors import HloDslError
 
 from .hlo_text import (
-    _HEADER, HloModule, _balanced, _instruction, parse_module, read_type, split_top,
+    _HEADER,
+    HloModule,
+    _balanced,
+    _instruction,
+    parse_module,
+    read_type,
+    split_top,
 )
 
-__all__ = ["HloTextError", "validate_module", "MAX_ELEMENTS", "MAX_RANK"]
+__all__ = ["MAX_ELEMENTS", "MAX_RANK", "HloTextError", "validate_module"]
 
 #: The most elements one instruction's result may have (XLA's sizes are int64 bytes).
 MAX_ELEMENTS = 2 ** 40
@@ -237,7 +243,7 @@ def _check_signature(comp, param_types: list, result, line: int) -> None:
     declared = []
     for part in split_top(inner):
         if part.strip():
-            name, colon, type_ = part.partition(":")
+            _, colon, type_ = part.partition(":")
             if not colon:
                 _fail(f"cannot read the parameter {part.strip()!r} of computation "
                       f"{comp.name}'s signature", line)

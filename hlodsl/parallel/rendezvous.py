@@ -64,7 +64,7 @@ def _read_line(conn: socket.socket, deadline: float) -> dict | None:
         conn.settimeout(left)
         try:
             chunk = conn.recv(_LINE)
-        except (socket.timeout, OSError):
+        except (TimeoutError, OSError):
             return None
         if not chunk:
             return None
@@ -101,7 +101,7 @@ def _serve(host: str, port: int, n: int, deadline: float) -> None:
             server.settimeout(left)
             try:
                 conn, _ = server.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             hello = _read_line(conn, min(deadline, time.monotonic() + 5.0))
             other = hello.get("pid") if hello else None

@@ -39,10 +39,16 @@ from typing import NamedTuple
 
 from hlodsl.settings import config
 
+from . import jaxlib_compat as compat
 from .reader_worker import ANSWER, HEADER
 
-__all__ = ["read_stablehlo", "StableHloReading", "UntrustedInputError", "reader_pid",
-           "artifact_mlir_text_isolated"]
+__all__ = [
+    "StableHloReading",
+    "UntrustedInputError",
+    "artifact_mlir_text_isolated",
+    "read_stablehlo",
+    "reader_pid",
+]
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reader_worker.py")
 
@@ -73,9 +79,10 @@ class _Reader:
         if self.proc is not None and self.owner == os.getpid() and self.proc.poll() is None:
             return self.proc
         self.stop()
-        self.stderr = tempfile.TemporaryFile()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (the child writes it while it lives)
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-        self.proc = subprocess.Popen([sys.executable, "-I", _WORKER], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-I", _WORKER, compat.TO_COMPUTATION],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr, env=env,
                                      close_fds=True)
         self.owner = os.getpid()

@@ -22,13 +22,19 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import jax
+import numpy as np
 
 from .jax_programs import jax_specs, lower_flat
 
-__all__ = ["JaxDerivativeError", "inexact", "jvp_program", "vjp_program",
-           "residual_programs", "lower_derivative"]
+__all__ = [
+    "JaxDerivativeError",
+    "inexact",
+    "jvp_program",
+    "lower_derivative",
+    "residual_programs",
+    "vjp_program",
+]
 
 
 class JaxDerivativeError(ValueError):

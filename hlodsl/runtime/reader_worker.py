@@ -3,7 +3,8 @@
 MLIR's bytecode reader and jaxlib's conversion to HLO run in C++ that a
 damaged or crafted input can crash (a flipped bit of a portable artifact has
 segfaulted it) or hang. So the caller's process never parses such bytes: this
-script, started once as ``python -I reader_worker.py`` and kept, reads them.
+script, started once as ``python -I reader_worker.py NAME`` and kept, reads them
+(``NAME``: jaxlib's conversion function, as ``jaxlib_compat`` names it).
 It imports jaxlib only (not hlodsl, not jax), so it starts in about half a
 second. Each request is a kind byte and a length-prefixed payload on stdin;
 each answer a length-prefixed JSON object on stdout (never pickle: the answer
@@ -31,7 +32,7 @@ import re
 import struct
 import sys
 
-__all__ = ["merged_constants", "HEADER", "ANSWER"]
+__all__ = ["ANSWER", "HEADER", "merged_constants"]
 
 HEADER = struct.Struct("<cQ")  # request: kind, payload length
 ANSWER = struct.Struct("<Q")   # answer: JSON length
@@ -70,8 +71,27 @@ def _constant_call(text: str) -> str:
     return text
 
 
+def _resolve(name: str):
+    """The object a dotted name names (module, then attributes): the conversion function,
+    whose private name ``hlodsl.runtime.jaxlib_compat`` keeps and passes in ``argv``."""
+    import importlib
+
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(f"cannot find {name}")
+
+
+_TO_COMPUTATION = []  # the conversion function, resolved at start
+
+
 def _read(kind: bytes, payload: bytes) -> dict:
-    from jaxlib._jax import mlir as jax_mlir
     from jaxlib.mlir.dialects import stablehlo
 
     if kind == b"m":
@@ -86,13 +106,12 @@ def _read(kind: bytes, payload: bytes) -> dict:
     if kind in (b"a", b"b"):
         try:
             module = stablehlo.deserialize_portable_artifact_str(payload)
-        except Exception:  # noqa: BLE001 (not an artifact: an MLIR module, for kind b)
+        except Exception:
             if kind == b"a":
                 raise
     source = module if module is not None else \
         payload.decode("utf-8") if kind == b"t" else payload
-    computation = jax_mlir.mlir_module_to_xla_computation(
-        source, use_tuple_args=False, return_tuple=False)
+    computation = _TO_COMPUTATION[0](source, use_tuple_args=False, return_tuple=False)
     text = merged_constants(computation.as_hlo_module().to_string(),
                             computation.as_hlo_text(print_large_constants=True))
     shape = computation.program_shape()
@@ -120,7 +139,8 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ImportError, ValueError, OSError):
         pass
-    import jaxlib._jax  # noqa: F401  (loaded before the first request, not during it)
+    # Loaded before the first request, not during it.
+    _TO_COMPUTATION.append(_resolve(sys.argv[1]))
     from jaxlib.mlir.dialects import stablehlo  # noqa: F401
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
