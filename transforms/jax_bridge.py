@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from hlodsl import runtime
 from hlodsl.context import STATE
+from hlodsl.ir.target import platform_name
 from hlodsl.settings import staging_share
 
 from .custom import custom_jvp, custom_vjp
@@ -76,10 +77,12 @@ class _Flat:
     """
 
     def __init__(self, fn: Callable, specs: list, name: str, text: str | None = None,
-                 out_specs: list | None = None, user_name: str | None = None):
+                 out_specs: list | None = None, user_name: str | None = None,
+                 platform: str | None = None):
         if text is None:
-            text, out_specs = runtime.lower_flat(fn, specs)
+            text, out_specs = runtime.lower_flat(fn, specs, platform)
         self.fn, self.specs, self.out_specs, self.name = fn, specs, out_specs, name
+        self.platform = platform  # jax's name of the platform its programs are lowered for
         self.user_name = user_name or name
         self.imported = import_hlo(text, name)
         self._derived: dict[str, Any] = {}
@@ -111,12 +114,13 @@ class _Flat:
         make = {"jvp": runtime.jvp_program, "vjp": runtime.vjp_program,
                 "residual": runtime.residual_programs}[kind]
         try:
-            made = runtime.lower_derivative(make, self.fn, self.specs, self.out_specs, kind)
+            made = runtime.lower_derivative(make, self.fn, self.specs, self.out_specs,
+                                            self.platform)
         except runtime.JaxDerivativeError as e:
             mode = "forward mode (hd.jvp)" if kind == "jvp" else "reverse mode (hd.grad, hd.vjp)"
             raise HloImportError(f"from_jax({self.user_name}): jax cannot differentiate "
                                  f"{self.user_name} in {mode}: {e}") from None
-        return [_Flat(fn, sp, f"{kind}_{self.name}", text, out, self.user_name)
+        return [_Flat(fn, sp, f"{kind}_{self.name}", text, out, self.user_name, self.platform)
                 for fn, sp, text, out in made]
 
     # -- the rules ------------------------------------------------------------------------
@@ -153,13 +157,18 @@ class _Flat:
                                   for k in range(n))
 
 
-def from_jax(fn: Callable, *example_args: Any) -> JaxFunction:
+def from_jax(fn: Callable, *example_args: Any, platform: str | None = None) -> JaxFunction:
     """``fn`` (a jax function) lowered on arrays like ``example_args`` and imported.
 
     Args:
         fn: a function jax can ``jit``.
         example_args: arrays (numpy, jax or hlodsl) or pytrees of them, giving
             the shapes and element types the import is for.
+        platform: the platform jax lowers ``fn`` for (``"cpu"`` or ``"gpu"``;
+            default: the runtime's). jax lowers for a GPU without one
+            (``lowering_platforms=("cuda",)``): ``platform="gpu"`` imports the
+            program with jax's cuSOLVER calls, to look at (``hd.code_hlo(...,
+            platform="gpu")``) or export, not to run on a CPU.
 
     Returns:
         A ``JaxFunction``: called with arguments structured as ``example_args``
@@ -167,9 +176,11 @@ def from_jax(fn: Callable, *example_args: Any) -> JaxFunction:
         output structure of hlodsl arrays. ``hd.grad``, ``hd.jvp`` and their
         compositions of it are jax's own derivatives of ``fn``.
     """
+    jax_platform = None if platform is None else \
+        {"cpu": "cpu", "gpu": "cuda"}[platform_name(platform, "from_jax: platform")]
     flat_fn, specs, flatten, unflatten = runtime.flat_jax(fn, example_args)
-    text, out_specs = runtime.lower_flat(flat_fn, specs)
+    text, out_specs = runtime.lower_flat(flat_fn, specs, jax_platform)
     shown = getattr(fn, "__name__", "jax_function")
     name = shown if shown.isidentifier() else "jax_function"
-    flat = _Flat(flat_fn, specs, name, text, out_specs, shown)
+    flat = _Flat(flat_fn, specs, name, text, out_specs, shown, jax_platform)
     return JaxFunction(fn, flat.imported, flatten, unflatten, flat)

@@ -148,13 +148,14 @@ def _out_specs(flat_fn, specs: list) -> list:
     return jax_specs(jax.eval_shape(flat_fn, *specs))
 
 
-def lower_derivative(make, flat_fn, specs: list, out_specs: list, what: str):
-    """``make(flat_fn, specs, out_specs)`` (one of the programs above) made and lowered:
-    ``[(fn, specs, text, out_specs), ...]`` per program. jax's refusal (it cannot take
-    that derivative) is a ``JaxDerivativeError`` carrying jax's message."""
+def lower_derivative(make, flat_fn, specs: list, out_specs: list, platform: str | None = None):
+    """``make(flat_fn, specs, out_specs)`` (one of the programs above) made and lowered
+    for ``platform`` (jax's name; default the backend's): ``[(fn, specs, text, out_specs),
+    ...]`` per program. jax's refusal (it cannot take that derivative) is a
+    ``JaxDerivativeError`` carrying jax's message."""
     try:
         made = make(flat_fn, specs, out_specs)
         pairs = [made] if len(made) == 2 else [made[:2], made[2:]]
-        return [(fn, sp, *lower_flat(fn, sp)) for fn, sp in pairs]
+        return [(fn, sp, *lower_flat(fn, sp, platform)) for fn, sp in pairs]
     except Exception as e:  # noqa: BLE001 (jax raises many kinds: the message is what counts)
         raise JaxDerivativeError(f"{type(e).__name__}: {e}".strip()) from None

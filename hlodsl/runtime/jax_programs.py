@@ -57,24 +57,32 @@ def jax_specs(leaves) -> list:
             jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf)) for leaf in leaves]
 
 
-def lower_flat(flat_fn, specs: list) -> tuple[str, list]:
+def lower_flat(flat_fn, specs: list, platform: str | None = None) -> tuple[str, list]:
     """``flat_fn`` (arrays in, a list of arrays out) lowered by ``jax.jit`` on ``specs``:
-    the module's HLO text (with source metadata) and the results' specs."""
-    lowered = jax.jit(flat_fn, keep_unused=True).lower(*specs)
+    the module's HLO text (with source metadata) and the results' specs. ``platform``
+    (jax's name: ``"cpu"``, ``"cuda"``; default: the backend's) is the platform jax
+    lowers for, which need not be this machine's (``lowering_platforms``)."""
+    jitted = jax.jit(flat_fn, keep_unused=True)
+    if platform is None:
+        lowered = jitted.lower(*specs)
+    else:
+        lowered = jitted.trace(*specs).lower(lowering_platforms=(platform,))
     return computation_text(lowered.compiler_ir("hlo")), list(lowered.out_info)
 
 
-def lower_jax(fn, args: tuple):
+def lower_jax(fn, args: tuple, platform: str | None = None):
     """``fn`` lowered by ``jax.jit`` on arrays like ``args`` (a pytree of arrays).
 
     Returns ``(hlo_text, flatten, unflatten)``: the module's text with source
     metadata, a function from arguments structured as ``args`` to the module's
     parameter list, and one from the module's results to ``fn``'s output
     structure. Unused arguments stay parameters (``keep_unused``), so the
-    parameter list is always the flattened arguments.
+    parameter list is always the flattened arguments. ``platform`` (jax's name:
+    ``"cpu"``, ``"cuda"``; default: the backend's) is the platform jax lowers for,
+    which need not be this machine's (jax cross-lowers: ``lowering_platforms``).
     """
     flat_fn, specs, flatten, unflatten = flat_jax(fn, args)
-    return lower_flat(flat_fn, specs)[0], flatten, unflatten
+    return lower_flat(flat_fn, specs, platform)[0], flatten, unflatten
 
 
 def flat_jax(fn, args: tuple):
