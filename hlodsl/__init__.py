@@ -21,7 +21,8 @@ from .arrays.dtypes import (  # noqa: F401  (sub-byte floats: see dtypes.py for 
 )
 from .settings import config  # noqa: F401
 from .errors import (  # noqa: F401
-    ArraySizeError, DonatedArrayError, DonationWarning, ExportError, HloDslError,
+    ArraySizeError, CheckpointError, DonatedArrayError, DonationWarning, ExportError,
+    HloDslError,
     MemoryLimitError, NoMethodError, RecompileWarning, ShapeError, StagingError,
     StaticArgumentWarning, XlaCompileError,
 )

@@ -16,7 +16,7 @@ from .context import STATE
 
 __all__ = [
     "HloDslError", "ShapeError", "StagingError", "XlaCompileError", "MemoryLimitError",
-    "ExportError",
+    "ExportError", "CheckpointError",
     "NoMethodError", "ArraySizeError", "DonatedArrayError", "RecompileWarning",
     "StaticArgumentWarning", "DonationWarning",
     "SourceLocation", "user_location", "require",
@@ -55,6 +55,11 @@ class ExportError(HloDslError, ValueError):
     """A program ``hd.export`` cannot export, or bytes ``hd.deserialize`` cannot read
     (not an export, damaged, or written by a newer hlodsl or StableHLO: the message names
     both versions)."""
+
+
+class CheckpointError(HloDslError, ValueError):
+    """A checkpoint ``hd.load`` cannot read (not a checkpoint, damaged or truncated), or a
+    tree ``hd.save`` cannot save (a value that is not an array, number, string or None)."""
 
 
 class ArraySizeError(HloDslError, ValueError):

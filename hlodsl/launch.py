@@ -23,6 +23,7 @@ with the first failure's status.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import socket
@@ -129,8 +130,17 @@ def main(args: list[str] | None = None) -> int:
     ns = parser.parse_args(args)
     if ns.num_processes < 1:
         parser.error("-n must be at least 1")
-    if ns.coordinator is not None and not re.fullmatch(r".+:\d+", ns.coordinator):
-        parser.error(f"--coordinator must be HOST:PORT, got {ns.coordinator!r}")
+    if ns.devices_per_process < 1:
+        parser.error(f"--devices-per-process must be at least 1, got {ns.devices_per_process}")
+    if not math.isfinite(ns.grace) or ns.grace < 0:
+        parser.error(f"--grace must be a finite number of seconds, at least 0, got {ns.grace}")
+    if ns.coordinator is not None:
+        from hlodsl.parallel.clusters import split_coordinator
+
+        try:
+            split_coordinator(ns.coordinator, "--coordinator")
+        except ValueError as e:
+            parser.error(str(e))
     if ns.process_ids is not None and ns.coordinator is None:
         parser.error("--process-id starts part of a group: give --coordinator too")
     try:

@@ -9,14 +9,28 @@ next insertion.
 64
 >>> hd.config.recompile_warning = 16   # warn later; 0 switches the warning off
 >>> hd.config.recompile_warning = 8
+>>> hd.config.default_floot = "float32"
+Traceback (most recent call last):
+AttributeError: hlodsl.config has no setting 'default_floot'; did you mean 'default_float'?
+
+Every value is checked (a count is an int of at least 1, a flag True or False, a
+size a number of bytes or ``"2GiB"``). A setting that staging reads
+(``linalg_kernels``, ``default_matmul_precision``, ``default_float``) may change
+while other threads compile: the change waits until none of them is staging,
+then empties the caches; changed from inside a function being staged, it is
+refused (``RuntimeError``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
+import math
 import re
+import threading
 
-__all__ = ["Config", "config", "memory_size", "format_bytes"]
+__all__ = ["Config", "config", "memory_size", "format_bytes", "staging_share"]
 
 
 @dataclasses.dataclass
@@ -74,8 +88,15 @@ class Config:
     #: memory free when a signature compiles: the device's (what its allocator has not
     #: handed out), or on a CPU the host's available memory.
     auto_memory_fraction: float = 0.8
+    #: Seconds the child process that reads StableHLO from outside (``hd.import_hlo`` of
+    #: bytes or MLIR text, ``hd.deserialize``) may take per program before it is stopped
+    #: and the read refused (hlodsl.runtime.isolated).
+    untrusted_read_timeout_s: float = 30.0
 
     def __setattr__(self, name, value):
+        if name not in _FIELDS:
+            raise AttributeError(_unknown(name))
+        value = _VALIDATORS[name](name, value)
         allowed = _CHOICES.get(name)
         if allowed is not None:
             if value not in allowed:
@@ -84,10 +105,143 @@ class Config:
             if value != getattr(self, name, value):  # (not while __init__ sets it)
                 from .cache import clear_all
 
-                super().__setattr__(name, value)
-                clear_all()  # programs staged under the old setting must not run again
+                # Staging reads it: wait until no thread stages, then change it and empty
+                # the caches, so that nothing staged under the old value runs again.
+                with _GATE.exclusive(name):
+                    super().__setattr__(name, value)
+                    clear_all()
                 return
         super().__setattr__(name, value)
+
+    def __getattr__(self, name):  # only for names that are not settings
+        raise AttributeError(_unknown(name))
+
+
+def _unknown(name: str) -> str:
+    close = difflib.get_close_matches(name, _FIELDS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else \
+        f"; the settings are {', '.join(sorted(_FIELDS))}"
+    return f"hlodsl.config has no setting {name!r}{hint}"
+
+
+def _count(minimum: int):
+    def check(name, value):
+        if type(value) is not int:  # (bool is an int to Python, never a count here)
+            raise TypeError(f"hlodsl.config.{name}: must be an int, got {value!r} "
+                            f"({type(value).__name__})")
+        if value < minimum:
+            raise ValueError(f"hlodsl.config.{name}: must be at least {minimum}, got {value}")
+        return value
+    return check
+
+
+def _flag(name, value):
+    if type(value) is not bool:
+        raise TypeError(f"hlodsl.config.{name}: must be True or False, got {value!r}")
+    return value
+
+
+def _choice(name, value):
+    if type(value) is not str:
+        raise TypeError(f"hlodsl.config.{name}: must be a str, got {value!r} "
+                        f"({type(value).__name__})")
+    return value
+
+
+def _bytes(name, value):
+    return memory_size(value, f"hlodsl.config.{name}")
+
+
+def _seconds(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not math.isfinite(value) or value <= 0:
+        raise ValueError(f"hlodsl.config.{name}: must be a positive, finite number of "
+                         f"seconds, got {value!r}")
+    return float(value)
+
+
+def _fraction(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not 0 < value <= 1:
+        raise ValueError(f"hlodsl.config.{name}: must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+_VALIDATORS = {
+    "compile_cache_size": _count(1), "eager_cache_size": _count(1),
+    "eager_program_cache_size": _count(1), "eager_module_signatures": _count(1),
+    "subcomputation_cache_size": _count(1), "recompile_warning": _count(0),
+    "eager_trace_cache": _flag, "persistent_cache": _flag, "persistent_cache_bytes": _bytes,
+    "linalg_kernels": _choice, "default_matmul_precision": _choice, "default_float": _choice,
+    "untrusted_read_timeout_s": _seconds, "auto_memory_fraction": _fraction,
+}
+_FIELDS = tuple(_VALIDATORS)
+
+
+class _Gate:
+    """Staging threads share it; a change of a setting staging reads takes it alone.
+
+    A thread holds a share from the start of a staging (or a compile that stages)
+    to the insertion of what it made into the caches; it may take it again while it
+    holds it. A change waits for every share to end and holds new ones off meanwhile
+    (shares are taken before any other hlodsl lock, so none of their holders waits on
+    a thread that waits here). A change from a thread that holds a share would wait
+    for itself: it is refused instead.
+    """
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def share(self):
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
+            with self._cond:
+                while self._writer:
+                    self._cond.wait()
+                self._readers += 1
+        self._local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                with self._cond:
+                    self._readers -= 1
+                    if self._readers == 0:
+                        self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self, name: str):
+        if getattr(self._local, "depth", 0):
+            raise RuntimeError(
+                f"hlodsl.config.{name} cannot change while this thread is staging a function "
+                "(a function being compiled, or a transformation of it, set it): set it "
+                "before compiling")
+        with self._cond:
+            while self._writer:
+                self._cond.wait()
+            self._writer = True
+            while self._readers:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+_GATE = _Gate()
+
+
+def staging_share():
+    """A context in which this thread stages (and caches what it staged): settings that
+    staging reads do not change meanwhile (hlodsl.config waits for it to end)."""
+    return _GATE.share()
 
 
 #: The values ``Config.linalg_kernels`` takes.
@@ -100,8 +254,6 @@ DEFAULT_FLOATS = ("float64", "float32")
 _CHOICES = {"linalg_kernels": LINALG_KERNELS, "default_matmul_precision": PRECISIONS,
             "default_float": DEFAULT_FLOATS}
 
-
-config = Config()
 
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -128,6 +280,9 @@ def memory_size(value, what: str = "memory_limit") -> int:
     (1073741824, 1500000000, 4096)
     >>> 0 < memory_size("auto")
     True
+    >>> memory_size(0.5)
+    Traceback (most recent call last):
+    ValueError: memory_limit: 0.5 is less than one byte; give a positive number of bytes (an int) or a size such as "1MiB"
     >>> memory_size("a lot")
     Traceback (most recent call last):
     ValueError: memory_limit: 'a lot' is not a size; give bytes (an int) or a number and a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB ("1GiB", "500 MB"), or "auto"
@@ -145,9 +300,13 @@ def memory_size(value, what: str = "memory_limit") -> int:
                              "and a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB (\"1GiB\", "
                              "\"500 MB\"), or \"auto\"")
         value = float(m.group(1)) * unit
-    if value != value or value <= 0 or value == float("inf"):
+    if value != value or value == float("inf") or value == float("-inf"):
         raise ValueError(f"{what}: must be a positive number of bytes, got {value!r}")
-    return int(value)
+    n = int(value)  # a fraction of a byte rounds down
+    if n < 1:
+        raise ValueError(f"{what}: {value!r} is less than one byte; give a positive number of "
+                         "bytes (an int) or a size such as \"1MiB\"")
+    return n
 
 
 def _auto(what: str) -> int:
@@ -171,3 +330,7 @@ def format_bytes(n: int) -> str:
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
+
+
+#: The settings (``hd.config``); made last, as its validators use the functions above.
+config = Config()

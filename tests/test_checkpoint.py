@@ -57,7 +57,7 @@ def test_round_trip_keeps_structure_values_and_element_types(tmp_path):
     got = hd.load(path, like=like)
     assert isinstance(got["layers"][1], Layer) and got["layers"][1].act == "tanh"
     assert isinstance(got["narrow"], Pair)
-    assert got["empty"][1:] == (5, "static from like")  # non-arrays come from like
+    assert got["empty"][1:] == (4, None)  # values that are not arrays are saved too (issue 40)
     leaves, want = hd.tree_leaves(got), hd.tree_leaves(tree)
     assert len(leaves) == len(want) == 10
     for g, w in zip(leaves, want):
@@ -96,8 +96,8 @@ def test_a_sharded_array_is_gathered_and_loaded_back_with_its_sharding(tmp_path)
 
 @pytest.mark.parametrize("change, message", [
     (lambda t: t["layers"].append(t["layers"][0]),
-     (r"has no tree\['layers'\]\[2\]\.W, tree\['layers'\]\[2\]\.b; like= must have the "
-     r"structure")),
+     (r"has no tree\['layers'\]\[2\]\.W, tree\['layers'\]\[2\]\.b, "
+      r"tree\['layers'\]\[2\]\.act; like= must have the structure")),
     (lambda t: t.pop("opt"),
      (r"holds tree\['opt'\]\['step'\], tree\['opt'\]\['mask'\], tree\['opt'\]\['z'\], which "
      r"like= does not have")),
@@ -111,7 +111,7 @@ def test_a_sharded_array_is_gathered_and_loaded_back_with_its_sharding(tmp_path)
      (r"load: tree\['layers'\]\[1\]\.W is bfloat16 in the checkpoint .*, but like's is "
      r"float32")),
     (lambda t: t.update(narrow=Pair(t["narrow"].first, 3)),
-     r"holds tree\['narrow'\]\.second, which like= does not have"),
+     r"like= has a value at tree\['narrow'\]\.second, but the checkpoint .* holds an array"),
 ])
 def test_a_mismatched_like_is_refused_naming_the_path(tmp_path, change, message):
     tree = _tree()
@@ -164,3 +164,158 @@ def test_the_checkpoint_format_is_described_in_its_own_entry(tmp_path):
         assert data["tree[0]"].dtype == np.uint8  # bfloat16 as its raw bytes
     assert meta == {"format": 1, "arrays": [{"path": "tree[0]", "dtype": "bfloat16",
                                              "shape": [2, 1]}]}
+
+
+# -- values that are not arrays, damaged files, saves that die (issue 40) -------------------
+
+VALUES = {"step": 7, "lr": 1.5, "nan": float("nan"), "neg0": -0.0, "big": 2 ** 80, "name": "run1",
+          "none": None, "c": 1 + 2j, "flag": True, "f32": np.float32(2.5),
+          "bf16": np.array(1.5, "bfloat16")[()], "npbool": np.bool_(True), "i8": np.int8(-3)}
+
+
+def _same_value(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a.hex() == b.hex() if a == a else b != b
+    if isinstance(a, np.generic):
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return a == b
+
+
+def test_the_issues_step_and_lr_are_saved_not_taken_from_like(tmp_path):
+    w = hd.array(np.float32([1, 2]))
+    hd.save(tmp_path / "c.npz", {"step": 7, "lr": 1.5, "w": w})
+    got = hd.load(tmp_path / "c.npz", like={"step": 0, "lr": 0.0, "w": w})
+    assert (got["step"], got["lr"]) == (7, 1.5)
+
+
+@pytest.mark.parametrize("with_like", [True, False])
+def test_numbers_numpy_scalars_strings_and_none_round_trip_exactly(tmp_path, with_like):
+    tree = {**VALUES, "w": hd.array(np.float32([1, 2])), "nested": [("a", 3), {"k": None}]}
+    hd.save(tmp_path / "c.npz", tree)
+    if with_like:
+        like = {**{k: 0 for k in VALUES}, "w": tree["w"], "nested": [("", 0), {"k": 0}]}
+        got = hd.load(tmp_path / "c.npz", like=like)
+        assert got["nested"] == [("a", 3), {"k": None}]
+        values = {k: got[k] for k in VALUES}
+    else:
+        got = hd.load(tmp_path / "c.npz")
+        values = {k: got[f"tree[{k!r}]"] for k in VALUES}
+        assert got["tree['nested'][0][0]"] == "a"
+    for k, v in VALUES.items():
+        assert _same_value(values[k], v), (k, values[k], v)
+
+
+@pytest.mark.parametrize("value, what", [
+    (lambda x: x, "a function"), (object(), "a object"), (b"raw", "a bytes"),
+    (frozenset({1}), "a frozenset"), (np.str_("s"), "a numpy.str_"),
+])
+def test_a_value_a_checkpoint_cannot_hold_is_refused_by_path_before_writing(tmp_path, value,
+                                                                          what):
+    with pytest.raises(hd.CheckpointError, match=rf"save: tree\['opt'\]\[1\] is {what}"):
+        hd.save(tmp_path / "c.npz", {"w": hd.array([1.0]), "opt": [1, value]})
+    assert not os.listdir(tmp_path)
+
+
+def test_a_format_1_checkpoint_keeps_likes_values(tmp_path):
+    hd.save(tmp_path / "c.npz", {"w": hd.array([1.0])})  # arrays only: format 1
+    got = hd.load(tmp_path / "c.npz", like={"w": hd.array([0.0]), "step": 3})
+    assert got["step"] == 3
+
+
+def test_a_missing_or_extra_value_is_named(tmp_path):
+    hd.save(tmp_path / "c.npz", {"w": hd.array([1.0]), "step": 7})
+    with pytest.raises(ValueError, match=r"has no tree\['lr'\]"):
+        hd.load(tmp_path / "c.npz", like={"w": hd.array([0.0]), "step": 0, "lr": 0.1})
+    with pytest.raises(ValueError, match=r"like= has an array at tree\['step'\], but the "
+                                         r"checkpoint .* holds the value 7 there"):
+        hd.load(tmp_path / "c.npz", like={"w": hd.array([0.0]), "step": hd.array(0)})
+
+
+def test_a_truncated_or_damaged_file_is_a_checkpoint_error(tmp_path):
+    path = tmp_path / "c.npz"
+    hd.save(path, {"w": hd.array(np.arange(64, dtype=np.float32)), "step": 7})
+    data = path.read_bytes()
+    for n in (0, 10, len(data) // 3, len(data) // 2, len(data) - 30, len(data) - 1):
+        path.write_bytes(data[:n])
+        with pytest.raises(hd.CheckpointError, match="is damaged or truncated|not an hlodsl"):
+            hd.load(path)
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF  # inside the array's bytes: the zip's CRC says so
+    path.write_bytes(bytes(flipped))
+    with pytest.raises(hd.CheckpointError, match="damaged or truncated"):
+        hd.load(path)
+
+
+_WRITER = """
+import sys, time, numpy as np, hlodsl as hd
+write = np.lib.format.write_array
+def slow(*args, **kwargs):
+    write(*args, **kwargs)
+    print("writing", flush=True)
+    time.sleep(120)
+np.lib.format.write_array = slow
+hd.save(sys.argv[1], {"w": hd.array(np.zeros(1000, np.float32))})
+"""
+
+
+def _writer(path):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    return proc
+
+
+def _temporaries(directory) -> list[str]:
+    return [n for n in os.listdir(directory) if n.endswith(".tmp")]
+
+
+def test_the_temporary_file_of_a_killed_save_is_removed_by_the_next_load(tmp_path):
+    path = tmp_path / "c.npz"
+    hd.save(path, {"w": hd.array([1.0])})
+    proc = _writer(path)  # hd.save, stopped while it writes
+    try:
+        assert len(_temporaries(tmp_path)) == 1
+        hd.load(path)  # a live writer holds its file: a sweep keeps it
+        assert len(_temporaries(tmp_path)) == 1
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(_temporaries(tmp_path)) == 1  # SIGKILL: nothing of the writer ran
+    np.testing.assert_array_equal(hd.load(path)["tree['w']"], [1.0])
+    assert _temporaries(tmp_path) == []
+
+
+_LOCKER = """
+import fcntl, sys, time
+f = open(sys.argv[1], "xb")
+fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+f.write(b"half a checkpoint")
+print("writing", flush=True)
+time.sleep(120)
+"""
+
+
+def test_the_temporary_file_of_a_killed_writer_is_removed_by_the_next_save(tmp_path):
+    """The same with a bare writer (a process that holds the lock as hd.save does)."""
+    import subprocess
+    import sys
+
+    tmp = tmp_path / f".c.npz.{'ab' * 16}.tmp"
+    other = tmp_path / f".d.npz.{'ab' * 16}.tmp"  # another checkpoint's: never touched
+    other.write_bytes(b"")
+    proc = subprocess.Popen([sys.executable, "-c", _LOCKER, str(tmp)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        hd.save(tmp_path / "c.npz", {"w": hd.array([1.0])})
+        assert tmp.exists()
+    finally:
+        proc.kill()
+        proc.wait()
+    hd.save(tmp_path / "c.npz", {"w": hd.array([2.0])})
+    assert not tmp.exists() and other.exists()

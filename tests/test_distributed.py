@@ -1,6 +1,7 @@
 """One program over several processes on this machine, through PJRT's distributed
 runtime: ``python -m hlodsl.launch`` starts them, each with 2 CPU devices."""
 
+import math
 import os
 import re
 import subprocess
@@ -212,3 +213,129 @@ def test_explicit_values_win_over_the_environment():
     assert detect(env) == ("slurm", {"coordinator_address": "h1:61445", "num_processes": 4,
                                      "process_id": 0})
     assert detect({}) is None
+
+
+# -- a bad environment, a bad timeout, a process that never comes (issue 40) -----------------
+
+@pytest.mark.parametrize("env, message", [
+    ({"SLURM_STEP_NODELIST": "node["}, r"SLURM_STEP_NODELIST='node\[': an unclosed '\['"),
+    ({"SLURM_STEP_NODELIST": "node[5-3]"}, r"the range 5-3 runs backwards"),
+    ({"SLURM_STEP_NODELIST": "node[a-b]"}, r"\[a-b\] holds 'a-b', not numbers"),
+    ({"SLURM_STEP_NODELIST": "no de1"}, r"' ' cannot be part of a host name"),
+    ({"SLURM_STEP_NODELIST": "node]1["}, r"a '\]' without its '\['"),
+    ({"SLURM_STEP_NODELIST": "[1-2]"}, r"its first host '1' is not a valid host name"),
+    ({"SLURM_JOB_ID": "1" * 30}, r"SLURM_JOB_ID='1{30}': must be"),
+    ({"SLURM_JOB_ID": "0"}, r"SLURM_JOB_ID='0': must be at least 1 and below 4294967296"),
+    ({"SLURM_JOB_ID": str(2 ** 32)}, r"must be at least 1 and below 4294967296"),
+    ({"SLURM_JOB_ID": "12a"}, r"SLURM_JOB_ID='12a': must be a decimal number"),
+    ({"SLURM_NTASKS": "-2", "SLURM_PROCID": "5"}, r"SLURM_NTASKS='-2': must be a decimal"),
+    ({"SLURM_NTASKS": "2", "SLURM_PROCID": "5"}, r"SLURM_PROCID='5': must be below "
+                                                 r"SLURM_NTASKS='2'"),
+])
+def test_a_malformed_slurm_environment_names_the_variable(env, message):
+    from hlodsl.parallel.clusters import detect
+
+    base = {"SLURM_JOB_ID": "4242", "SLURM_NTASKS": "2", "SLURM_PROCID": "0",
+            "SLURM_STEP_NODELIST": "node[1-2]"}
+    with pytest.raises(ValueError, match=message):
+        detect({**base, **env})
+
+
+@pytest.mark.parametrize("uri, message", [
+    ("12x.0;tcp://10.0.0.1:4000", r"its job id '12x' must be a decimal number"),
+    ("4096.0;tcp://999.1.1.1:4000", r"'999.1.1.1' is not a host name or address"),
+])
+def test_a_malformed_open_mpi_uri_names_the_variable(uri, message):
+    from hlodsl.parallel.clusters import detect
+
+    with pytest.raises(ValueError, match=message):
+        detect({"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "0",
+                "OMPI_MCA_orte_hnp_uri": uri})
+
+
+@pytest.mark.parametrize("timeout", [-5, 0, 0.5, math.nan, math.inf, True, "10"])
+def test_a_timeout_that_is_not_a_finite_number_of_seconds_is_refused_at_once(timeout):
+    import hlodsl as hd
+
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="timeout_s must be a finite number of seconds"):
+        hd.distributed.initialize("127.0.0.1:1", 2, 1, timeout_s=timeout)
+    assert time.monotonic() - start < 1
+
+
+@pytest.mark.parametrize("address, message", [
+    ("host:99999", "the port must be in 1..65535"), ("ho st:80", "is not a host name"),
+    ("localhost", "must be host:port"), ("[zz]:80", "not an IPv6 address"),
+])
+def test_a_malformed_coordinator_is_refused(address, message):
+    import hlodsl as hd
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        hd.distributed.initialize(address, 2, 1, timeout_s=5)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--coordinator", "host:99999"], "the port must be in 1..65535"),
+    (["--coordinator", "ho st:80"], "is not a host name"),
+    (["--devices-per-process", "0"], "--devices-per-process must be at least 1"),
+    (["--grace", "nan"], "--grace must be a finite number"),
+    (["--grace", "-1"], "--grace must be a finite number"),
+])
+def test_launch_checks_its_arguments(capsys, args, message):
+    from hlodsl.launch import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["-n", "2", *args, str(WHO)])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+JOIN = """
+import sys, time, hlodsl as hd
+n, pid, port, timeout = map(float, sys.argv[1:])
+start = time.monotonic()
+try:
+    hd.distributed.initialize(f"127.0.0.1:{int(port)}", int(n), int(pid), timeout_s=timeout)
+    print("joined", flush=True)
+except (TimeoutError, RuntimeError) as e:
+    print(f"{type(e).__name__} after {time.monotonic() - start:.1f} s: {e}", flush=True)
+"""
+
+
+def _run_joiners(n: int, pids: list[int], timeout_s: float):
+    port = _free_port_in(20000, 30000)
+    procs = [subprocess.Popen([sys.executable, "-c", JOIN, str(n), str(pid), str(port),
+                               str(timeout_s)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, cwd=ROOT) for pid in pids]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    return [(p.returncode, out) for p, out in zip(procs, outs)]
+
+
+def _seconds(out: str) -> float:
+    return float(re.search(r"after ([\d.]+) s", out)[1])
+
+
+def test_a_process_whose_coordinator_never_comes_raises_within_the_timeout():
+    """Before: exit 134 ('Terminating process because the JAX distributed service detected
+    fatal errors')."""
+    [(code, out)] = _run_joiners(2, [1], 3)
+    assert code == 0, out[-2000:]
+    assert "TimeoutError" in out and "process 1 of 2 found no coordinator" in out, out[-2000:]
+    assert _seconds(out) < 3 * 3  # the limit is the contract, not a speed measurement
+    assert "Terminating process" not in out
+
+
+def test_processes_that_met_name_the_one_that_never_joined():
+    (code0, out0), (code1, out1) = _run_joiners(3, [0, 1], 4)
+    assert code0 == code1 == 0, out0[-2000:] + out1[-2000:]
+    assert "TimeoutError" in out0 and "processes [2] of 3 did not reach" in out0, out0[-2000:]
+    assert "RuntimeError" in out1 and "processes [2] never joined" in out1, out1[-2000:]
+    assert _seconds(out0) < 3 * 4 and _seconds(out1) < 3 * 4
+
+
+def test_launch_reports_a_process_that_exits_before_joining():
+    script = ROOT / "tests" / "distributed" / "leaves_early.py"
+    code, log, seconds = _launch(2, script, grace=60)
+    assert code != 0
+    assert "process 1 exited first, with status 3" in log, log[-3000:]
+    assert "[0] TimeoutError" in log and "processes [1] of 2 did not reach" in log, log[-3000:]
+    assert "Terminating process" not in log and "Check failed" not in log

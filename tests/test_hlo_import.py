@@ -267,7 +267,9 @@ def test_a_custom_call_target_hlodsl_cannot_run_is_refused():
 
 
 @pytest.mark.parametrize("text, match", [
-    (_module("  x = f32[3] parameter(0)\n  ROOT y = f32[3] frobnicate(x)"), "XLA's parser"),
+    (_module("  x = f32[3] parameter(0)\n  ROOT y = f32[3] frobnicate(x)"),
+     "line 5: cannot import 'frobnicate'"),
+    (_module("  x = f32[3] parameter(0)\n  ROOT y = f32[3] negate(x), frob=1"), "XLA's parser"),
     (_module("  x = f32[3] parameter(0)\n  ROOT y = f32[4] negate(x)"),
      r"line 5: the text declares f32\[4\] but negate of its operands gives f32\[3\]"),
     ("not a module", "neither an HLO module"),

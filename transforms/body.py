@@ -67,6 +67,7 @@ class Body:
         self.name = name
         self.tupled = tupled
         self.builder = Builder(name, self._capture)
+        self.builder.replayable = True
         self.types: list = []
         self.inputs: list[Node] = []
         #: The outside arrays the function used, in first-use order: pass them as

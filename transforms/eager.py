@@ -17,7 +17,7 @@ from hlodsl.errors import staging_error
 from hlodsl.ir.graph import current_builder, has_side_effect
 from hlodsl.ir.target import live_platform
 from hlodsl.arrays.scalars import traced_scalar
-from hlodsl.settings import config
+from hlodsl.settings import config, staging_share
 from hlodsl.arrays.tree import flatten, has_identity_static, unflatten
 
 from .structures import types_of
@@ -62,14 +62,16 @@ def run_eagerly(impl: Callable, name: str, *args):
         hit = _TRACES.get(key)
         if hit is not None:
             return run_entry(hit[0], leaves)
-    try:
-        with live_platform():  # it runs here: staged for this runtime's platform
-            staged = stage_types(_with_arrays(impl), treedef, types_of(leaves), f"eager_{name}")
-    except _NoArrays as e:  # e.g. branches returning None: nothing to run
-        return e.value
-    entry = Entry(staged, _executable(staged, name))
-    if key is not None:
-        _TRACES.put(key, (entry, held))
+    with staging_share():  # staged, compiled and cached under the same settings
+        try:
+            with live_platform():  # it runs here: staged for this runtime's platform
+                staged = stage_types(_with_arrays(impl), treedef, types_of(leaves),
+                                     f"eager_{name}")
+        except _NoArrays as e:  # e.g. branches returning None: nothing to run
+            return e.value
+        entry = Entry(staged, _executable(staged, name))
+        if key is not None:
+            _TRACES.put(key, (entry, held))
     return run_entry(entry, leaves)
 
 

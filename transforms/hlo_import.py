@@ -45,6 +45,7 @@ from hlodsl.context import STATE
 from hlodsl.errors import HloDslError, SourceLocation
 from hlodsl.interchange.exported import MAGIC, Exported, deserialize
 from hlodsl.introspect.hlo_text import HloComputation, HloModule, Instruction, parse_module, read_type
+from hlodsl.introspect.hlo_validation import HloTextError, validate_module
 from hlodsl.ir.staging import stage_types
 from hlodsl.arrays.array import array
 from hlodsl.arrays.tree import flat_treedef, is_jax_array
@@ -96,20 +97,21 @@ def _stack_frames(text: str) -> dict[int, SourceLocation]:
 
 
 def _text_of(program: Any) -> str:
-    """HLO text for any form ``import_hlo`` takes."""
+    """HLO text for any form ``import_hlo`` takes. Bytes and MLIR text from outside are
+    read in a child process (``hlodsl.runtime.isolated``): they cannot crash this one."""
     if isinstance(program, Exported):
         return program.hlo_text()
-    if isinstance(program, (bytes, bytearray)):
+    if isinstance(program, (bytes, bytearray, memoryview)):
         if bytes(program[:len(MAGIC)]) == MAGIC:  # hd.export's bytes: checked, then read
             return deserialize(bytes(program)).hlo_text()
-        return runtime.stablehlo_text(bytes(program))
+        return _read_isolated(bytes(program), "the StableHLO bytes")
     if isinstance(program, str):
         stripped = program.lstrip()
         if stripped.startswith("HloModule"):
             return program
         if stripped.startswith(("module", "func.func", "#loc", "\"builtin.module\"")) or \
                 "stablehlo." in program or "func.func" in program:
-            return runtime.stablehlo_text(program)
+            return _read_isolated(program, "the MLIR text")
         raise HloImportError("import_hlo: the text is neither an HLO module (it would start "
                              f"with 'HloModule') nor MLIR; it starts {stripped[:60]!r}")
     if hasattr(program, "compiler_ir") or hasattr(program, "as_text"):
@@ -117,6 +119,13 @@ def _text_of(program: Any) -> str:
     raise HloImportError(f"import_hlo takes HLO text, StableHLO/MLIR text or bytecode, a "
                          f"jax Lowered/Compiled stage, or an hd.export artifact (Exported or "
                          f"its bytes), not {type(program).__name__}")
+
+
+def _read_isolated(data, what: str) -> str:
+    try:
+        return runtime.read_stablehlo(data).hlo_text
+    except runtime.UntrustedInputError as e:
+        raise HloImportError(f"import_hlo: cannot read {what}: {e}") from None
 
 
 def _type_of(value):
@@ -330,8 +339,10 @@ def import_hlo(program: Any, name: str | None = None) -> ImportedFunction:
         (``f(*arrays)``), its result the root's (a tuple root gives a tuple).
 
     Raises:
-        HloImportError: for malformed text (XLA's parser says where), or an
-            instruction hlodsl cannot import (named with its line).
+        HloImportError: for malformed text (hlodsl's check of the text, or XLA's
+            parser, says where), bytes that are not StableHLO (read in a child
+            process: even bytes that crash jaxlib's reader), or an instruction
+            hlodsl cannot import (named with its line).
 
     >>> import numpy as np, hlodsl as hd
     >>> text = hd.code_hlo(lambda x: x * 2, hd.array(np.float32([1, 2])))
@@ -339,8 +350,21 @@ def import_hlo(program: Any, name: str | None = None) -> ImportedFunction:
     hlodsl.Array[float32, (2,)]([6., 8.])
     """
     text = _text_of(program)
+    # Checked in Python first (XLA's parser aborts the process on some malformed text),
+    # then read by hlodsl, and only then parsed by XLA.
+    try:
+        validate_module(text)
+    except HloTextError as e:
+        raise HloImportError(f"import_hlo: {e}") from None
+    try:
+        imported = ImportedFunction(text, name)
+    except HloImportError:
+        raise
+    except Exception as e:  # noqa: BLE001 (anything the reading meets is a malformed module)
+        raise HloImportError(f"import_hlo: cannot read the module ({type(e).__name__}: "
+                             f"{e})") from e
     try:
         runtime.check_hlo_text(text)
     except ValueError as e:
         raise HloImportError(f"import_hlo: XLA's parser rejects the module: {e}") from None
-    return ImportedFunction(text, name)
+    return imported

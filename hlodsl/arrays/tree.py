@@ -256,27 +256,28 @@ def flat_treedef(n: int):
     return (tuple, ((tuple, (LEAF,) * n), (dict, (), ())))
 
 
-def unflatten(treedef, leaves, node=None):
+def unflatten(treedef, leaves, node=None, statics=None):
     """Rebuild the structure from ``treedef`` and an iterable of leaves.
 
     ``node(node, aux, children)``, if given, stands in for registered classes'
     unflatten functions (to show a structure of types without running user code).
+    ``statics`` (an iterable, in ``static_paths``' order) replaces its non-array values.
     """
-    return _unflatten(treedef, iter(leaves), node)
+    return _unflatten(treedef, iter(leaves), node, None if statics is None else iter(statics))
 
 
-def _unflatten(td, it, rebuild=None):
+def _unflatten(td, it, rebuild=None, st=None):
     if td is LEAF:
         return next(it)
     if isinstance(td, _Static):
-        return td.value
+        return td.value if st is None else next(st)
     kind = td[0]
     if kind is tuple or kind is list:
-        return kind([_unflatten(c, it, rebuild) for c in td[1]])
+        return kind([_unflatten(c, it, rebuild, st) for c in td[1]])
     if kind is dict:
-        return {k: _unflatten(c, it, rebuild) for k, c in zip(td[1], td[2])}
+        return {k: _unflatten(c, it, rebuild, st) for k, c in zip(td[1], td[2])}
     if kind is PYTREE:
-        children = tuple([_unflatten(c, it, rebuild) for c in td[3]])
+        children = tuple([_unflatten(c, it, rebuild, st) for c in td[3]])
         if rebuild is not None:
             return rebuild(td[1], td[2].value, children)
         return td[1].unflatten(td[2].value, children)
@@ -284,12 +285,12 @@ def _unflatten(td, it, rebuild=None):
         cls, names, children = td[1], td[2], td[3]
         obj = object.__new__(cls)
         for n, c in zip(names, children):
-            object.__setattr__(obj, n, _unflatten(c, it, rebuild))
+            object.__setattr__(obj, n, _unflatten(c, it, rebuild, st))
         if hasattr(cls, "_attrs_cached_hash"):  # attrs' cache_hash slot: not computed yet
             object.__setattr__(obj, "_attrs_cached_hash", None)
         return obj
     # namedtuple
-    return kind(*[_unflatten(c, it, rebuild) for c in td[1]])
+    return kind(*[_unflatten(c, it, rebuild, st) for c in td[1]])
 
 
 def children_of(td) -> tuple:
@@ -336,8 +337,23 @@ def leaf_paths(treedef, base: str) -> list[str]:
     return out
 
 
-def _paths(td, path: str, out: list[str]) -> None:
+def static_paths(treedef, base: str) -> list[tuple[str, object]]:
+    """``(path, value)`` of every non-array value of ``treedef``, as ``leaf_paths`` names
+    the arrays (the order ``unflatten``'s ``statics`` takes).
+
+    >>> import hlodsl as hd
+    >>> static_paths(flatten({"step": 7, "w": hd.array([1.0]), "opt": [None, "adam"]})[1], "t")
+    [("t['step']", 7), ("t['opt'][0]", None), ("t['opt'][1]", 'adam')]
+    """
+    out: list = []
+    _paths(treedef, base, [], out)
+    return out
+
+
+def _paths(td, path: str, out: list[str], statics: list | None = None) -> None:
     if isinstance(td, _Static):
+        if statics is not None:
+            statics.append((path, td.value))
         return
     if td == LEAF:
         out.append(path)
@@ -345,19 +361,19 @@ def _paths(td, path: str, out: list[str]) -> None:
     kind = td[0]
     if kind is tuple or kind is list:
         for i, c in enumerate(td[1]):
-            _paths(c, f"{path}[{i}]", out)
+            _paths(c, f"{path}[{i}]", out, statics)
     elif kind is dict:
         for k, c in zip(td[1], td[2]):
-            _paths(c, f"{path}[{k!r}]", out)
+            _paths(c, f"{path}[{k!r}]", out, statics)
     elif kind is attrs:
         for n, c in zip(td[2], td[3]):
-            _paths(c, f"{path}.{n}", out)
+            _paths(c, f"{path}.{n}", out, statics)
     elif kind is PYTREE:
         for i, c in enumerate(td[3]):
-            _paths(c, td[1].child_path(path, i), out)
+            _paths(c, td[1].child_path(path, i), out, statics)
     else:  # namedtuple
         for n, c in zip(kind._fields, td[1]):
-            _paths(c, f"{path}.{n}", out)
+            _paths(c, f"{path}.{n}", out, statics)
 
 
 def tree_leaves(tree) -> list:

@@ -24,7 +24,7 @@ from hlodsl.cache import BoundedCache
 from .call import CallTable, Entry, any_sharded, forget, run_entry, use_sharding
 from .call import _SHARDED
 from hlodsl.errors import DonationWarning, RecompileWarning, StaticArgumentWarning
-from hlodsl.settings import config, memory_size
+from hlodsl.settings import config, memory_size, staging_share
 from .signature import describe
 from hlodsl.arrays.scalars import lift_arguments, static_positions
 from hlodsl.ir.staging import Staged, stage
@@ -178,7 +178,8 @@ class Compiled(CallTable):
         return leaves, (treedef, tuple(map(type, leaves)))
 
     def _compile_entry(self, key, args, kwargs, leaves) -> Entry:
-        with self._lock:
+        # A settings change waits for the share (taken before the lock, see settings).
+        with staging_share(), self._lock:
             entry = self._entries.get(key)  # another thread may have compiled it meanwhile
             if entry is not None:
                 return entry

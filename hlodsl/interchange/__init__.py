@@ -3,7 +3,8 @@
 | module | what it holds |
 |---|---|
 | ``exported`` | ``hd.export``/``hd.deserialize``: a staged program as versioned bytes holding a StableHLO artifact |
-| ``checkpoint`` | ``hd.save``/``hd.load``: structures of arrays in a file |
+| ``export_checks`` | what ``hd.deserialize`` checks: every metadata field, and the types against the program's own |
+| ``checkpoint`` | ``hd.save``/``hd.load``: structures of arrays and values in a file |
 
 May import: hlodsl.compilation, hlodsl.ir, hlodsl.arrays, hlodsl.runtime, and the top of
 hlodsl (``errors``, ``settings``, ``cache``, ``context``). Nothing above this room

@@ -45,6 +45,7 @@ from hlodsl.compilation.call import aliases
 from hlodsl.compilation.compiler import Compiled, _convert, any_sharded, build_entry
 from hlodsl.arrays.dtypes import element_type
 from hlodsl.errors import ExportError
+from hlodsl.interchange.export_checks import check_metadata, check_types, guarded, program_types
 from hlodsl.ir.printer import module_text
 from hlodsl.ir.staging import stage
 from hlodsl.ir.target import platform_name, runtime_platform, staging_platform
@@ -241,6 +242,9 @@ class Exported:
         self._in_classes = tuple(array_class(t) for t in self.in_types)
         self._exe = None
         self._lock = threading.Lock()
+        #: What the child process read of an artifact from outside (``deserialize``):
+        #: its HLO text and its module, as bytecode the child wrote; None when exported here.
+        self._reading = None
 
     # -- what the program is ---------------------------------------------------------
 
@@ -251,9 +255,16 @@ class Exported:
 
     def mlir_text(self) -> str:
         """The program as StableHLO MLIR text (``func.func @main(...)``)."""
-        from hlodsl.runtime import artifact_mlir_text
+        from hlodsl.runtime import UntrustedInputError, artifact_mlir_text, \
+            artifact_mlir_text_isolated
 
-        return artifact_mlir_text(self._artifact)
+        if self._reading is None:  # exported by this process
+            return artifact_mlir_text(self._artifact)
+        try:  # bytes from outside: printed by the child that read them
+            return artifact_mlir_text_isolated(self._artifact)
+        except UntrustedInputError as e:
+            raise ExportError(f"{self.name} (exported): cannot print its StableHLO: {e}") \
+                from None
 
     def hlo_text(self) -> str:
         """The program as HLO module text, converted from its StableHLO by jaxlib (what
@@ -261,6 +272,8 @@ class Exported:
         its parser reads as ``0.0``: calls compile the StableHLO itself, not this text."""
         from hlodsl.runtime import artifact_module, stablehlo_text
 
+        if self._reading is not None:  # read from outside, in a child process
+            return self._reading.hlo_text
         return stablehlo_text(artifact_module(self._artifact))
 
     def __repr__(self) -> str:
@@ -360,10 +373,13 @@ class Exported:
     def _compile(self):
         from hlodsl.runtime import artifact_module, compile_hlo, platform, stablehlo_text
 
-        module = artifact_module(self._artifact)
+        if self._reading is not None:  # read from outside: the child's module and text
+            module, text = self._reading.module, self._reading.hlo_text
+        else:
+            module = artifact_module(self._artifact)
+            text = stablehlo_text(module)
         # The text names the program in errors and shows its custom calls; the StableHLO
         # module is what compiles (compile_hlo says why).
-        text = stablehlo_text(module)
         here = platform()
         if here != self.platform and "custom-call" in text:
             raise ExportError(
@@ -558,6 +574,7 @@ def deserialize(data: bytes) -> Exported:
     if meta is None:
         raise ExportError("deserialize: the metadata of these bytes is not valid JSON "
                           "(truncated or damaged)")
+    check_metadata(meta)
     artifact = data[_HEADER.size + length:]
     expected = meta["artifact"]
     if len(artifact) != expected["bytes"] or \
@@ -570,16 +587,32 @@ def deserialize(data: bytes) -> Exported:
             f"deserialize: the program is StableHLO {need} (written by hlodsl "
             f"{wrote.get('hlodsl')} with jaxlib {wrote.get('jaxlib')}); this jaxlib "
             f"({here['jaxlib']}) reads StableHLO up to {here['stablehlo']}: upgrade jaxlib")
-    in_tree = _tree_from_json(meta["in_tree"])
-    out_tree = _tree_from_json(meta["out_tree"])
+    in_tree = guarded("in_tree", _tree_from_json, meta["in_tree"])
+    out_tree = guarded("out_tree", _tree_from_json, meta["out_tree"])
     in_types = [_type_from_json(t) for t in meta["in_types"]]
     out_types = [_type_from_json(t) for t in meta["out_types"]]
+    for key, tree, types in (("in_tree", in_tree, in_types), ("out_tree", out_tree, out_types)):
+        n = guarded(key, _count, tree)
+        if n != len(types):
+            raise ExportError(f"deserialize: metadata field {key} holds {n} arrays but "
+                              f"{key.replace('tree', 'types')} lists {len(types)}")
     if any(s is not None for s in meta["in_shardings"] + meta["out_shardings"]):
         raise ExportError("deserialize: the program is sharded over several devices, which "
                           "this hlodsl does not run from an export")
+    # The program itself says what it takes and returns: read (in a child process, which
+    # no damaged or crafted artifact can take down with it) and compared with the metadata.
+    from hlodsl.runtime import UntrustedInputError, read_stablehlo
+
+    try:
+        reading = read_stablehlo(artifact, artifact=True)
+    except UntrustedInputError as e:
+        raise ExportError(f"deserialize: the program's StableHLO cannot be read: {e}") \
+            from None
+    check_types(in_types, out_types, *program_types(reading.params, reading.result))
     exported = Exported(meta["name"], in_tree, in_types, meta["in_paths"], out_tree,
                         out_types, artifact, wrote, meta["platform"])
     exported.donated = tuple(meta.get("donated", ()))
+    exported._reading = reading
     return exported
 
 

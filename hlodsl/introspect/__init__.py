@@ -7,6 +7,7 @@
 | ``introspect_html`` | their rich HTML in Jupyter |
 | ``profiler`` | ``hd.profile``: measured time by source line and by instruction |
 | ``hlo_text`` | a parser of XLA's HLO text (optimised modules, and programs ``hd.import_hlo`` reads) |
+| ``hlo_validation`` | HLO text from outside checked in Python before XLA's parser reads it (``hd.import_hlo``) |
 | ``hlo_graph`` | an HLO computation drawn as a Graphviz graph |
 
 May import: hlodsl.compilation, hlodsl.ir, hlodsl.arrays, hlodsl.runtime, and the top of

@@ -160,10 +160,17 @@ class HloModule(NamedTuple):
     name: str
     header: str
     computations: list  # in text order: the entry last
+    #: ``(line number, line)`` of the lines inside computations that are not
+    #: instructions hlodsl can read (none in text XLA or hlodsl printed; the
+    #: validator of text from outside, ``hlo_validation``, refuses them).
+    skipped: tuple = ()
 
     @property
     def entry(self) -> HloComputation:
-        return next(c for c in reversed(self.computations) if c.entry)
+        """The ``ENTRY`` computation; without one, the last (as XLA's parser takes it)."""
+        if not self.computations:
+            raise ValueError(f"the HLO module {self.name} has no computation")
+        return next((c for c in reversed(self.computations) if c.entry), self.computations[-1])
 
     def by_name(self) -> dict[str, HloComputation]:
         return {c.name: c for c in self.computations}
@@ -220,6 +227,7 @@ def parse_module(text: str) -> HloModule:
     name, header = "module", ""
     computations: list[HloComputation] = []
     current: HloComputation | None = None
+    skipped = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith("HloModule"):
             header = line
@@ -236,7 +244,9 @@ def parse_module(text: str) -> HloModule:
             if inst is not None:
                 # Operands that are literals (a constant's value) are not instructions.
                 current.instructions.append(inst)
-    return HloModule(name, header, computations)
+            elif line.strip():
+                skipped.append((number, line))
+    return HloModule(name, header, computations, tuple(skipped))
 
 
 _TYPE = re.compile(r"\s*(?:(\()|(\))|(,)|(token)\[\]|(\w+)\[([^\]]*)\](?:\{[^}]*\})?)")

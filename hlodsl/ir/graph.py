@@ -66,6 +66,10 @@ class Builder:
         #: array of an enclosing computation before the default (a constant, or an
         #: error): hlodsl.transforms.control makes such arrays extra operands of its ops.
         self.capture = capture
+        #: Whether transformations may run the finished computation again node by node
+        #: (a body of vmap, cond, a loop): calls with custom derivative rules then stay
+        #: one node each, so that their rules apply (hlodsl.transforms.custom_calls).
+        self.replayable = False
         self.nodes: list[Node] = []
         self.params: list[Node] = []
         self.param_names: list[str] = []

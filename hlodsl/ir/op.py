@@ -28,7 +28,7 @@ import attrs
 from hlodsl.arrays.array import Array, Token
 from hlodsl.errors import ArraySizeError, internal_classes, require, staging_error, user_location
 from hlodsl.cache import BoundedCache
-from hlodsl.settings import config
+from hlodsl.settings import config, staging_share
 from hlodsl.context import STATE
 from hlodsl.arrays.dtypes import device_refusal
 from .graph import OPCODES, Builder
@@ -398,7 +398,8 @@ def _eager(op: HloOp, args):
     key = (op, tuple(a.type for a in args))
     entry = _EAGER.get(key)
     if entry is None:
-        entry = _EAGER.put(key, _compile_eager(op, key[1]))
+        with staging_share():
+            entry = _EAGER.put(key, _compile_eager(op, key[1]))
     for a in args:
         if a._buf is None:
             raise staging_error(

@@ -63,7 +63,7 @@ class PrintContext:
         self.manual_sharding = manual_sharding
         self.blocks: list[str] = []  # printed sub-computations, dependencies first
         self._by_body: dict[tuple, str] = {}  # (required name, body text) -> name
-        self._by_comp: dict[tuple, str] = {}
+        self._by_comp: dict[tuple, tuple[Computation, str]] = {}
         self._used_names: set[str] = set()
         self.meshes: dict = {}  # hlodsl Mesh -> its name in xla.sdy.meshes
 
@@ -73,14 +73,19 @@ class PrintContext:
         key = (id(comp), name)
         known = self._by_comp.get(key)
         if known is not None:
-            return known
+            return known[1]
         body = self._body(comp)
         found = self._by_body.get((name, body))
         if found is None:
             found = self._fresh(name or _ident(comp.name))
             self._by_body[(name, body)] = found
             self.blocks.append(f"{found} {{\n{body}}}\n")
-        self._by_comp[key] = found
+        # NOTE: comp is kept with its name. Ops stage their computations again as they
+        # print (a cache that evicted one meanwhile makes a new object); were a printed
+        # one freed, a later one could get its id() and be given its name: a reduction
+        # would apply another computation (the "Reduction-region must take 2 parameters"
+        # error of a settings change racing a compile).
+        self._by_comp[key] = (comp, found)
         return found
 
     def target_platform(self) -> str:
@@ -118,29 +123,72 @@ class PrintContext:
         names: dict[int, str] = {}
         extra = {id(p): self.param_attributes[i] for i, p in enumerate(comp.params)
                  if i in self.param_attributes} if entry else {}
-        param_names = {id(p): n for p, n in zip(comp.params, comp.param_names)}
-        lines = []
-        for node in comp.nodes:
-            path = param_names.get(id(node))
-            if path is not None:
-                name = param_ident(path)
-                if name in names.values():
-                    name = f"{name}.{node.id}"
-            else:
-                name = f"{node.op.opcode}.{node.id}"
-            names[id(node)] = name
-            operands = [names[id(o)] for o in node.operands]
-            text = node.op.emit(operands, tuple(o.type for o in node.operands), node.type, self)
-            root = "ROOT " if node is comp.root else ""
-            meta = "" if not self.metadata else _metadata(node, f"{_ident(comp.name)}/{name}") \
-                if path is None else _param_metadata(path, name)
-            shard = _manual_sharding(node.type) if self.manual_sharding else \
-                extra.get(id(node), "")
-            # A custom call may declare its result's layouts (what its target writes).
-            rtype = node.op.result_hlo(node.type) if hasattr(node.op, "result_hlo") \
-                else node.type.hlo
-            lines.append(f"  {root}{name} = {rtype} {text}{shard}{meta}\n")
+        lines: list[str] = []
+        self._lines(comp, comp.name, names, lines, extra, "", None, True)
         return "".join(lines)
+
+    def _lines(self, comp: Computation, where: str, names: dict, lines: list, extra: dict,
+               prefix: str, bound: list | None, is_root: bool, skip_root: bool = False) -> None:
+        """The instruction lines of ``comp``. An op that says ``inline`` (a call kept as a
+        node only for the transformations: hlodsl.transforms.custom_calls) prints its
+        computation's instructions in its place, their parameters ``bound`` to its
+        operands, their names prefixed with its own; the elements of its tuple result
+        are read where they are, the tuple printed only if something takes it whole."""
+        param_names = {} if bound is not None else \
+            {id(p): n for p, n in zip(comp.params, comp.param_names)}
+        for k, p in enumerate(comp.params if bound is not None else ()):
+            names[id(p)] = bound[k]
+        tuples: dict[int, tuple] = {}  # inlined node -> (its root tuple's node, element names)
+
+        def name_of(node) -> str:
+            if id(node) not in names:  # an inlined tuple taken whole: printed now
+                tup, elements = tuples[id(node)]
+                names[id(node)] = self._line(tup, elements, where, f"{prefix}{node.id}.",
+                                             {}, {}, False, lines, names)
+            return names[id(node)]
+
+        for node in comp.nodes:
+            if id(node) in names or skip_root and node is comp.root:
+                continue
+            root = is_root and node is comp.root
+            op = node.op
+            if getattr(op, "inline", False):
+                sub = op.computation
+                inner: dict[int, str] = {}
+                whole = root or sub.root.op.opcode != "tuple"
+                self._lines(sub, where, inner, lines, {}, f"{prefix}{node.id}.",
+                            [name_of(o) for o in node.operands], root, not whole)
+                if whole:
+                    names[id(node)] = inner[id(sub.root)]
+                else:
+                    tuples[id(node)] = (sub.root, [inner[id(o)] for o in sub.root.operands])
+                continue
+            if op.opcode == "get-tuple-element" and id(node.operands[0]) in tuples \
+                    and id(node.operands[0]) not in names:
+                names[id(node)] = tuples[id(node.operands[0])][1][op.index]
+                continue
+            names[id(node)] = self._line(node, [name_of(o) for o in node.operands], where,
+                                         prefix, param_names, extra, root, lines, names)
+
+    def _line(self, node, operands: list, where: str, prefix: str, param_names: dict,
+              extra: dict, root: bool, lines: list, names: dict) -> str:
+        """Print ``node``'s instruction; its name."""
+        path = param_names.get(id(node))
+        if path is not None:
+            name = param_ident(path)
+            if name in names.values():
+                name = f"{name}.{node.id}"
+        else:
+            name = f"{node.op.opcode}.{prefix}{node.id}"
+        text = node.op.emit(operands, tuple(o.type for o in node.operands), node.type, self)
+        meta = "" if not self.metadata else _metadata(node, f"{_ident(where)}/{name}") \
+            if path is None else _param_metadata(path, name)
+        shard = _manual_sharding(node.type) if self.manual_sharding else extra.get(id(node), "")
+        # A custom call may declare its result's layouts (what its target writes).
+        rtype = node.op.result_hlo(node.type) if hasattr(node.op, "result_hlo") \
+            else node.type.hlo
+        lines.append(f"  {'ROOT ' if root else ''}{name} = {rtype} {text}{shard}{meta}\n")
+        return name
 
     def entry(self, comp: Computation, name: str) -> str:
         body = self._body(comp, entry=True)

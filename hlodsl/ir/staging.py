@@ -13,7 +13,7 @@ import inspect
 
 from hlodsl.arrays.array import Array, Token
 from hlodsl.cache import BoundedCache
-from hlodsl.settings import config
+from hlodsl.settings import config, staging_share
 from hlodsl.context import STATE
 from hlodsl.errors import _is_internal, staging_error
 from .graph import Builder, Computation, has_side_effect
@@ -77,7 +77,8 @@ def stage_types(fn, treedef, in_types: tuple, name: str | None = None,
     stats["stagings"] += 1
     name = name or getattr(fn, "__name__", "staged")
     try:
-        return _stage_types(fn, treedef, in_types, name, weak)
+        with staging_share():  # the settings staging reads stay as they are meanwhile
+            return _stage_types(fn, treedef, in_types, name, weak)
     except RecursionError as e:
         if STATE.builders:  # a nested staging: the outermost one sees the whole recursion
             raise

@@ -15,11 +15,13 @@ data itself. ``python -m hlodsl.launch -n 2 script.py`` starts local runs.
 
 from __future__ import annotations
 
+import math
 import os
+import time
 
 import numpy as np
 
-from . import clusters
+from . import clusters, rendezvous
 from hlodsl import runtime
 from hlodsl.arrays.sharding import NamedSharding
 
@@ -33,7 +35,7 @@ ENV = clusters.HLODSL_ENV
 
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
-               process_id: int | None = None, *, timeout_s: int = 60) -> None:
+               process_id: int | None = None, *, timeout_s: float = 60) -> None:
     """Join ``num_processes`` processes that meet at ``coordinator_address``
     (``host:port``; process 0 serves it). Must run before anything else uses
     hlodsl's runtime.
@@ -42,9 +44,22 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     ``jax.distributed.initialize()`` finds them: ``python -m hlodsl.launch``'s
     ``HLODSL_COORDINATOR`` / ``HLODSL_NUM_PROCESSES`` / ``HLODSL_PROCESS_ID``,
     else SLURM's (``srun``), else Open MPI's (``mpirun``); see hlodsl.clusters.
-    A process that does not join, or dies, makes the others fail with an error
-    after about ``timeout_s`` seconds instead of waiting forever.
+    Every value is checked first (``ValueError`` naming it; ``timeout_s`` a
+    finite number of seconds, at least 1).
+
+    The processes meet in Python before jax joins them
+    (``hlodsl.parallel.rendezvous``): a process that never comes makes each of
+    the others raise within ``timeout_s`` (``TimeoutError``, or ``RuntimeError``
+    in one the coordinator sent away), naming the missing ones. A process that
+    dies after the meeting still ends the others through jax's runtime, as jax
+    does: they stop with its error after about ``timeout_s`` seconds (their
+    process exits; it cannot be caught).
     """
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or \
+            not math.isfinite(timeout_s) or timeout_s < 1:
+        raise ValueError(f"distributed.initialize: timeout_s must be a finite number of "
+                         f"seconds, at least 1, got {timeout_s!r}")
+    deadline = time.monotonic() + timeout_s
     given = {"coordinator_address": coordinator_address, "num_processes": num_processes,
              "process_id": process_id}
     missing = [k for k, v in given.items() if v is None]
@@ -68,10 +83,15 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
             from None
     if n < 1 or not 0 <= pid < n:
         raise ValueError(f"distributed.initialize: process_id {pid} is not in [0, {n})")
-    if ":" not in address:
-        raise ValueError(f"distributed.initialize: coordinator_address must be host:port, "
-                         f"got {address!r}")
-    runtime.initialize_distributed(address, n, pid, int(timeout_s))
+    host, port = clusters.split_coordinator(address, "distributed.initialize: "
+                                                     "coordinator_address")
+    if runtime.started():
+        raise RuntimeError("hd.distributed.initialize must run before anything else uses "
+                           "the runtime (no arrays or compiled functions yet) in this process")
+    rendezvous.meet(host, port, n, pid, deadline)
+    # Every process is here: jax's join takes about a second (the timeout now only
+    # bounds how long a process that dies from here on keeps the others waiting).
+    runtime.initialize_distributed(address, n, pid, math.ceil(timeout_s))
 
 
 def launcher() -> str | None:

@@ -4,7 +4,8 @@ jax is used here as a runtime only: its PJRT client compiles the HLO text we
 emit, and jax ``Array`` objects serve as device buffers. Nothing of jax's
 tracing, ``jit``, ``lax`` or ``numpy`` implements any part of hlodsl (the one
 exception is a bridge: ``jax_programs.lower_jax`` lowers a *user's* jax function
-for ``hd.from_jax``). Every call that reaches a private jax/jaxlib name goes
+for ``hd.from_jax``, and ``jax_derivatives`` asks jax for that function's
+derivatives). Every call that reaches a private jax/jaxlib name goes
 through ``jaxlib_compat``, which probes each once (checked on jax/jaxlib
 0.10.2, 0.11.2 and 0.12.0.1).
 
@@ -22,6 +23,8 @@ What it holds, by concern:
 | ``sharded`` | sharded buffers and SPMD-partitioned programs over a mesh |
 | ``processes`` | several processes: PJRT's distributed runtime |
 | ``jax_programs`` | HLO text of jax's programs and of StableHLO (``hd.import_hlo``, ``hd.from_jax``) |
+| ``isolated`` | StableHLO from outside read in a child process (``reader_worker``): no input crashes the caller |
+| ``jax_derivatives`` | jax's own derivatives of a user's jax function, to lower (``hd.from_jax``) |
 | ``disk_cache`` | the persistent cache of compiled executables |
 | ``jaxlib_compat`` | every private jax/jaxlib name hlodsl uses, probed once with a fallback |
 
@@ -49,7 +52,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from .client import (  # noqa: E402
     backend, check_process, device_count, free_memory, hlo_opcode_enum_names, platform,
-    versions,
+    started, versions,
 )
 from .buffers import (  # noqa: E402
     adopt, copy_buffer, device_index, dlpack_device, from_dlpack, is_buffer, is_deleted,
@@ -73,7 +76,15 @@ from .processes import (  # noqa: E402
     shutdown_distributed,
 )
 from .jax_programs import (  # noqa: E402
-    check_hlo_text, computation_text, jax_stage_text, lower_jax, stablehlo_text,
+    check_hlo_text, computation_text, flat_jax, jax_specs, jax_stage_text, lower_flat,
+    lower_jax, stablehlo_text,
+)
+from .isolated import (  # noqa: E402
+    StableHloReading, UntrustedInputError, artifact_mlir_text_isolated, read_stablehlo,
+    reader_pid,
+)
+from .jax_derivatives import (  # noqa: E402
+    JaxDerivativeError, inexact, jvp_program, lower_derivative, residual_programs, vjp_program,
 )
 from .jaxlib_compat import asked_by_jax_operator  # noqa: E402
 
@@ -82,7 +93,7 @@ from hlodsl import settings as _settings  # noqa: E402
 _settings.use_free_memory(free_memory)  # memory_limit="auto" (settings sits below the runtime)
 
 __all__ = [
-    "backend", "platform", "device_count", "versions", "hlo_opcode_enum_names",
+    "backend", "platform", "device_count", "versions", "hlo_opcode_enum_names", "started",
     "check_process", "to_device", "to_host", "is_buffer", "adopt", "copy_buffer",
     "is_deleted", "wait", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
     "Executable", "compile_hlo", "stats", "COMPILER_OPTIONS", "compiler_options",
@@ -95,6 +106,9 @@ __all__ = [
     "replicate_on", "compile_partitioned", "output_blocks", "partitioned_executor",
     "from_process_local_data", "initialize_distributed", "shutdown_distributed",
     "process_index", "process_count", "local_device_ids", "computation_text",
-    "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text",
+    "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text", "flat_jax",
+    "lower_flat", "jax_specs", "JaxDerivativeError", "inexact", "jvp_program", "vjp_program",
+    "residual_programs", "lower_derivative", "read_stablehlo", "StableHloReading",
+    "UntrustedInputError", "reader_pid", "artifact_mlir_text_isolated",
     "asked_by_jax_operator",
 ]

@@ -8,21 +8,18 @@ in hlodsl uses jax's tracing.
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 import jax
 import jaxlib.xla_client as xc
 
 from . import jaxlib_compat as compat
+from .reader_worker import merged_constants
 
-__all__ = ["computation_text", "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text"]
+__all__ = ["computation_text", "stablehlo_text", "check_hlo_text", "lower_jax", "flat_jax",
+           "lower_flat", "jax_specs", "jax_stage_text"]
 
 # -- programs from elsewhere: HLO text for hlodsl.import_hlo ------------------------------
-
-_ELIDED = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*\bconstant\(\{\.\.\.\}\)")
-_CONSTANT_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*\bconstant\(")
-
 
 def computation_text(computation) -> str:
     """HLO text of an ``XlaComputation`` with its source metadata and whole constants.
@@ -35,29 +32,7 @@ def computation_text(computation) -> str:
     text = computation.as_hlo_module().to_string()
     if "{...}" not in text:
         return text
-    full = {}
-    for line in computation.as_hlo_text(print_large_constants=True).splitlines():
-        m = _CONSTANT_LINE.match(line)
-        if m:
-            full[m[1]] = line[line.index("constant("):]
-    out = []
-    for line in text.splitlines():
-        m = _ELIDED.match(line)
-        if m and m[1] in full:
-            line = line.replace("constant({...})", _constant_call(full[m[1]]))
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def _constant_call(text: str) -> str:
-    """``constant(...)`` with balanced parentheses from the start of ``text``."""
-    depth = 0
-    for k, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and ch == ")":
-            return text[:k + 1]
-    return text
+    return merged_constants(text, computation.as_hlo_text(print_large_constants=True))
 
 
 def stablehlo_text(module: str | bytes) -> str:
@@ -75,6 +50,26 @@ def check_hlo_text(text: str) -> None:
         raise ValueError(str(e)) from None
 
 
+def jax_specs(leaves) -> list:
+    """``jax.ShapeDtypeStruct``s of array leaves (numpy, jax or hlodsl arrays, or specs)."""
+    return [jax.ShapeDtypeStruct(tuple(leaf.type.shape), leaf.type.dtype.np_dtype)
+            if hasattr(leaf, "type") else
+            jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf)) for leaf in leaves]
+
+
+def lower_flat(flat_fn, specs: list, platform: str | None = None) -> tuple[str, list]:
+    """``flat_fn`` (arrays in, a list of arrays out) lowered by ``jax.jit`` on ``specs``:
+    the module's HLO text (with source metadata) and the results' specs. ``platform``
+    (jax's name: ``"cpu"``, ``"cuda"``; default: the backend's) is the platform jax
+    lowers for, which need not be this machine's (``lowering_platforms``)."""
+    jitted = jax.jit(flat_fn, keep_unused=True)
+    if platform is None:
+        lowered = jitted.lower(*specs)
+    else:
+        lowered = jitted.trace(*specs).lower(lowering_platforms=(platform,))
+    return computation_text(lowered.compiler_ir("hlo")), list(lowered.out_info)
+
+
 def lower_jax(fn, args: tuple, platform: str | None = None):
     """``fn`` lowered by ``jax.jit`` on arrays like ``args`` (a pytree of arrays).
 
@@ -86,21 +81,27 @@ def lower_jax(fn, args: tuple, platform: str | None = None):
     ``"cpu"``, ``"cuda"``; default: the backend's) is the platform jax lowers for,
     which need not be this machine's (jax cross-lowers: ``lowering_platforms``).
     """
+    flat_fn, specs, flatten, unflatten = flat_jax(fn, args)
+    return lower_flat(flat_fn, specs, platform)[0], flatten, unflatten
+
+
+def flat_jax(fn, args: tuple):
+    """``fn`` as a function of its arguments' array leaves returning its results' leaves.
+
+    Returns ``(flat_fn, specs, flatten, unflatten)``: ``specs`` the leaves of ``args``
+    as ``jax.ShapeDtypeStruct``s, ``flatten`` from arguments structured as ``args``
+    to their leaves, ``unflatten`` from result leaves (a list, a tuple, or one array)
+    to ``fn``'s output structure (known once ``flat_fn`` was traced).
+    """
     leaves, treedef = jax.tree_util.tree_flatten(args)
-    specs = [jax.ShapeDtypeStruct(tuple(leaf.type.shape), leaf.type.dtype.np_dtype)
-             if hasattr(leaf, "type") else
-             jax.ShapeDtypeStruct(np.shape(leaf), np.result_type(leaf)) for leaf in leaves]
+    specs = jax_specs(leaves)
+    box = {}
 
     @functools.wraps(fn)  # jax names the module and its op_names after fn
     def flat_fn(*flat):
-        return fn(*jax.tree_util.tree_unflatten(treedef, flat))
-
-    jitted = jax.jit(flat_fn, keep_unused=True)
-    if platform is None:
-        lowered = jitted.lower(*specs)
-    else:
-        lowered = jitted.trace(*specs).lower(lowering_platforms=(platform,))
-    out_tree = lowered.out_tree
+        out, box["tree"] = jax.tree_util.tree_flatten(
+            fn(*jax.tree_util.tree_unflatten(treedef, flat)))
+        return out
 
     def flatten(call_args: tuple) -> list:
         flat, tree = jax.tree_util.tree_flatten(call_args)
@@ -110,10 +111,10 @@ def lower_jax(fn, args: tuple, platform: str | None = None):
         return flat
 
     def unflatten(results):
-        flat = list(results) if isinstance(results, tuple) else [results]
-        return jax.tree_util.tree_unflatten(out_tree, flat)
+        flat = list(results) if isinstance(results, (tuple, list)) else [results]
+        return jax.tree_util.tree_unflatten(box["tree"], flat)
 
-    return computation_text(lowered.compiler_ir("hlo")), flatten, unflatten
+    return flat_fn, specs, flatten, unflatten
 
 
 def jax_stage_text(stage) -> str:

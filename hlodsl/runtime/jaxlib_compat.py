@@ -422,6 +422,9 @@ def portable_artifact_text(artifact: bytes) -> str:
 
 
 _to_computation = private("jaxlib._jax.mlir.mlir_module_to_xla_computation")
+#: The same function, named for the reader of untrusted StableHLO (hlodsl.runtime.isolated),
+#: which runs in a child process without hlodsl and looks it up by this name.
+TO_COMPUTATION = "jaxlib._jax.mlir.mlir_module_to_xla_computation"
 
 
 def stablehlo_to_computation(module: str | bytes):

@@ -57,6 +57,15 @@ def _computations(node: Node) -> list[tuple[str, Computation]]:
     return []
 
 
+def _inlined(comp: Computation) -> Computation:
+    """``comp`` with its calls of functions with custom derivatives (one node each, kept for
+    the transformations, hlodsl.transforms.custom_calls) staged again as their
+    instructions: the passes see every instruction of a body, as they do of the entry."""
+    if not any(getattr(n.op, "inline", False) for n in comp.nodes):
+        return comp
+    return rewrite(comp, lambda node, values, new: None)
+
+
 def _rebuilt(op, fields: list[str], comps: list[Computation]):
     """``op`` with its sub-computations replaced by ``comps``."""
     if fields and fields[0] == "branch_computations":
@@ -73,7 +82,7 @@ def in_bodies(comp: Computation, inner: Inner) -> tuple[Computation, list[str]]:
         subs = _computations(node)
         if not subs:
             continue
-        results = [inner(c) for _, c in subs]
+        results = [inner(_inlined(c)) for _, c in subs]
         if not any(lines for _, lines in results):
             continue
         kind = type(node.op).__name__
