@@ -141,6 +141,9 @@ def main(argv: list[str]) -> int:
             if detail is not None and hasattr(detail, "naive"):
                 row.update(naive=detail.naive, limit=detail.limit, temp=detail.temp,
                            seconds=round(detail.seconds, 2))
+            if kind == "limit_error":  # what the MemoryLimitError said stayed too large
+                row["message"] = "\n".join(detail.message.splitlines()[:8])
+                row["program"] = str(program)
             if kind.startswith("FAIL"):
                 row["program"] = str(program)
                 row["error"] = "".join(traceback.format_exception_only(
