@@ -163,10 +163,19 @@ def accumulation(node: Node, i: int, d: int) -> tuple[str, list[int | None]] | N
 
 
 def sliced_op(node: Node, d: int, size: int):
-    """``node``'s op computing a slice of ``size`` along result dimension ``d``."""
+    """``node``'s op computing a slice of ``size`` along result dimension ``d``.
+
+    Every static operand that holds the sliced extent changes with it: the
+    result shape of a broadcast, reshape or iota, and the end of a slice
+    (which ``operand_dims`` accepts only along a dimension it keeps whole,
+    from 0 with stride 1, so its slice of ``size`` ends at ``size``)."""
     op = node.op
     if isinstance(op, (Broadcast, Reshape, Iota)):
         shape = list(op.shape)
         shape[d] = size
         return attrs.evolve(op, shape=tuple(shape))
+    if isinstance(op, Slice):
+        limits = list(op.limit_indices)
+        limits[d] = size
+        return attrs.evolve(op, limit_indices=tuple(limits))
     return op
