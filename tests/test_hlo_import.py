@@ -101,6 +101,21 @@ def test_grad_of_imported_mlp_loss_equals_jax_grad(mlp):
     assert ops_["call"] == 0 and ops_["dot"] >= 3, ops_
 
 
+def test_jax_calls_are_inlined_so_the_passes_see_inside_them():
+    # jnp.take and jnp.argmax lower to `call`s of jax's own helper computations.
+    def pick(a, c):
+        return jnp.take(c, jnp.argmax(a, axis=1), axis=0) * 2
+
+    a, c = normal(8, 6, 4), normal(9, 4, 3)
+    f = hd.from_jax(pick, a, c)
+    assert opcode_counts(parse_module(f.text))["call"] > 0
+    staged = hd.compile(f)
+    close(staged(hd.array(a), hd.array(c)), pick(a, c))
+    assert opcode_counts(parse_module(hd.code_hlo(staged, hd.array(a), hd.array(c))))["call"] == 0
+    g = hd.compile(hd.grad(lambda c: hd.stdlib.sum(f(hd.array(a), c))))
+    close(g(hd.array(c)), jax.grad(lambda c: jnp.sum(pick(a, c)))(c))
+
+
 def test_while_loop_with_a_data_dependent_trip_count():
     x = normal(6, 3)
     f = hd.from_jax(grow, x)

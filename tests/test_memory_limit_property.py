@@ -33,12 +33,6 @@ import memory_programs as mp
 #: Examples per run in the suite (CI's budget); the stress script draws more.
 EXAMPLES = int(os.environ.get("HLODSL_MEMORY_EXAMPLES", "60"))
 
-#: Until the split planner handles these programs (issue 39), the failures it
-#: finds are expected: strict, so that the fix must remove the marks.
-ISSUE_39 = pytest.mark.xfail(reason="issue 39: the split plan gives a node two roles",
-                             raises=(KeyError, AssertionError), strict=True)
-
-
 def _holds(fn, args, limit, rtol):
     """The contract for one function, limit and arguments (no hypothesis needed)."""
     want = hd.tree_leaves(hd.compile(fn)(*args))
@@ -60,8 +54,6 @@ def _holds(fn, args, limit, rtol):
     return "fits"
 
 
-@pytest.mark.xfail(reason="issue 39: generated programs still reach internal errors",
-                   strict=False)
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])
@@ -100,13 +92,11 @@ def _jax_block(x, wq, wk, wv):
     return jax.nn.softmax((h @ wq) @ (h @ wk).T, axis=-1) @ (h @ wv)
 
 
-@ISSUE_39
 @pytest.mark.parametrize("limit", [256 * 1024, 64 * 1024])
 def test_layer_norm_then_attention_with_projections(limit):
     assert _holds(block, _block_args(), limit, 2e-3)
 
 
-@ISSUE_39
 @pytest.mark.parametrize("argnums", [0, (0, 1, 2, 3)])
 @pytest.mark.parametrize("limit", [256 * 1024, 64 * 1024])
 def test_the_gradient_of_layer_norm_then_attention(limit, argnums):
@@ -115,7 +105,6 @@ def test_the_gradient_of_layer_norm_then_attention(limit, argnums):
     assert _holds(grad, _block_args(), limit, 2e-3)
 
 
-@ISSUE_39
 @pytest.mark.parametrize("limit", [256 * 1024, 64 * 1024])
 def test_layer_norm_then_attention_imported_from_jax(limit):
     args = _block_args()
@@ -132,7 +121,6 @@ def _program(params, lines, outputs, variant="plain", shrink=3.0, dtype="float32
                       0, shrink)
 
 
-@ISSUE_39
 def test_attention_with_projections_needs_the_projected_keys_whole():
     # MatrixChain makes s = x @ ((Wq Wk^T) x^T); the (E, T) factor is large, and a
     # region of its own accumulates into s, which the row-split region owns.
@@ -142,7 +130,6 @@ def test_attention_with_projections_needs_the_projected_keys_whole():
         ["v0"], shrink=3.18), require_range=False)
 
 
-@ISSUE_39
 def test_the_gradient_of_a_gather_by_argmax_then_a_projection():
     # The backward dot (96, 96) is sliced by one region and accumulated by another.
     mp.check(_program(
@@ -151,9 +138,6 @@ def test_the_gradient_of_a_gather_by_argmax_then_a_projection():
         ["v2"], variant="grad", shrink=2.0), require_range=False)
 
 
-@pytest.mark.xfail(reason="issue 39: split_rules lets a Slice be sliced along a dimension it "
-                          "keeps whole, but sliced_op does not resize its limit_indices",
-                   raises=hd.ShapeError, strict=True)
 def test_the_gradient_of_a_concatenation_slices_its_cotangent():
     # concat's vjp slices the cotangent back into its parts: Slice(limit_indices=(64, 16))
     # of a (128, 16) cotangent split along its 16 columns.

@@ -407,7 +407,9 @@ READERS: dict[str, Callable[[Reading], Callable]] = {
     "reduce-window": _read_reduce_window,
     "select-and-scatter": _read_select_and_scatter,
     "map": lambda r: _op(ops.Map(r.computation("to_apply"))),
-    "call": lambda r: _op(ops.Call(r.computation("to_apply"))),
+    # Inlined: the callee's instructions are staged in place (jax wraps helpers such
+    # as jnp.take, argmax and solve_triangular in calls), so the passes see them.
+    "call": lambda r: (lambda values, fn=r.computation("to_apply"): fn(*values)),
     "fusion": _fused,
     "while": _read_while,
     "opt-barrier": lambda r: _spread(ops.OptimizationBarrier()),

@@ -230,11 +230,11 @@ def _assess(region: Region, use: dict) -> None:
                 region.exits[key] = "the program's result"
                 break
             if id(u) not in members:
-                region.exits[key] = f"{u.op!r} outside the split"
+                region.exits[key] = f"{u.op!r}"
                 break
             if any(o is node and not region.direct(o, od)
                    for o, od in zip(u.operands, region.wanted(u))):
-                region.exits[key] = f"{u.op!r} in a later loop"
+                region.exits[key] = f"{u.op!r} (in a later loop)"
                 break
     for key, who in region.exits.items():
         if key in region.big:
