@@ -69,6 +69,8 @@ PROGRAMS = {
               [(5, 7)]),
     "concat": (lambda x, y: xp.concat([x, y], axis=1), [(5, 7), (5, 2)]),
     "reverse": (lambda x: xp.flip(x, axis=1) + 1.0, [(5, 7)]),
+    "gather": (lambda x, y: (xp.take(x, xp.argmax(y, axis=1), axis=1),
+                             xp.take(y, xp.argmax(x, axis=1), axis=0)), [(5, 7), (6, 7)]),
 }
 
 

@@ -141,8 +141,8 @@ def _over_limit(comp: Computation, reports, temps: list[int], limit: int,
                   and type(n.op) not in (Parameter, Tuple, While)),
                  key=lambda n: -nbytes(n.type))[:3]
     name = comp.name
-    tried = (f" (the smallest of {len(temps)} compiles: {format_bytes(min(temps))})"
-             if len(temps) > 1 else "")
+    tried = (f" (the smallest temp of the {len(temps)} compile(s) tried: "
+             f"{format_bytes(min(temps))})")
     lines = [f"{name}: the program needs {format_bytes(temps[-1])} of temporary memory (XLA's "
              f"count){tried}, over memory_limit={format_bytes(limit)}, and the passes could "
              "not split it further."]
@@ -152,6 +152,16 @@ def _over_limit(comp: Computation, reports, temps: list[int], limit: int,
     for line, size in list(kept.items())[:4]:
         alone = " -- alone not under the limit" if size >= limit else ""
         lines.append(f"  stays whole ({format_bytes(size)}){alone}: {line}")
+    if sum(kept.values()) < temps[-1] // 2:
+        # What the passes left whole does not explain XLA's count: the results do (they
+        # exist whole; XLA may also keep a temporary copy, in another layout).
+        results = comp.root.operands if type(comp.root.op) is Tuple else (comp.root,)
+        for n in sorted(results, key=lambda n: -nbytes(n.type))[:2]:
+            if nbytes(n.type) > limit // 4:
+                where = f" at {n.loc}" if n.loc else ""
+                lines.append(f"  a result: {type(n.op).__name__} -> {n.type} "
+                             f"({format_bytes(nbytes(n.type))}){where}: results are not split "
+                             "(they exist whole), and XLA may keep a temporary copy of one")
     for n in big:
         where = f" at {n.loc}" if n.loc else ""
         lines.append(f"  largest: {type(n.op).__name__} -> {n.type} "

@@ -37,7 +37,7 @@ from __future__ import annotations
 import attrs
 
 from hlodsl.ir.graph import Computation, Node
-from hlodsl.ops import Broadcast, Convert, Copy, Reduce, Reshape, Slice, Transpose
+from hlodsl.ops import Broadcast, Convert, Copy, Reduce, Reshape, Slice, Transpose, While
 from hlodsl.ir.structural import Constant, GetTupleElement, Parameter, Tuple
 
 from .rewrite import nbytes, users
@@ -338,7 +338,10 @@ def plan(comp: Computation, threshold: int
                 break
         if best is None:
             where = f" at {seed.loc}" if seed.loc else ""
-            said = "; ".join(why) or "no dimension to slice"
+            said = "; ".join(why) or (
+                "a loop's state (its carried values, a scan's stacked outputs) exists whole: "
+                "loop bodies are split per iteration" if isinstance(seed.op, While)
+                else "no dimension to slice")
             notes.append(f"cannot split {seed.op!r} -> {seed.type}{where}: {said}")
             whole.append((nbytes(seed.type), f"{describe(seed)}: not split ({said})"))
             continue
