@@ -1,22 +1,26 @@
 """``Split``: compute what would not fit in memory in slices, in a loop (the eXLA paper).
 
 Under a memory limit, every node of the staged program larger than a
-threshold (an eighth of the limit) must not exist
-whole. ``split_plan`` finds the region around each one that can be computed
-in slices along one dimension, ending at reductions over that dimension
-(dots contracting it, sums, maxima) or at results small enough to keep.
-This pass emits each region as a loop over slices (``hd.fori_loop``, one HLO
-``while``): inputs are sliced with ``DynamicSlice``, reductions accumulate
-their partial results (add, max, min or multiply), and results kept whole are
-written slice by slice with ``DynamicUpdateSlice``. A size that the slice
-does not divide gets one more, shorter, slice after the loop.
+threshold (an eighth of the limit) should not exist whole. ``split_plan``
+finds the region around each one that can be computed in slices along one
+dimension, ending at reductions over that dimension (dots contracting it,
+sums, maxima) or at values read whole, which its loop fills slice by slice
+for a later loop or the rest of the program; every node has one role in one
+region. ``split_emit`` emits each region's loops (``hd.fori_loop``, one HLO
+``while`` each): inputs are sliced with ``DynamicSlice``, reductions
+accumulate their partial results (add, max, min or multiply), and values
+read whole are written slice by slice with ``DynamicUpdateSlice``. A size
+that the slice does not divide gets one more, shorter, slice after the loop.
+
+Before emitting, ``split_emit.check`` walks the plan as emission would, on
+types; a region it refuses is declined (computed whole) and reported, so a
+plan the planner got wrong is a value not split, never an error in the pass.
 
 It works on the whole staged program, so ``hd.compile(hd.grad(f),
-memory_limit=...)`` splits the backward pass too. It cannot split what no
-reduction consumes, a node sliced two ways at once, or ops without a slicing
-rule (sort, gather, scatter, convolution, ...): it says so in its report,
-and ``hd.compile`` raises ``MemoryLimitError`` with those lines if the program
-then does not fit.
+memory_limit=...)`` splits the backward pass too. What it leaves whole (read
+whole by every slice, an op without a slicing rule: sort, scatter,
+convolution, ...) it says in its report, and ``hd.compile`` raises
+``MemoryLimitError`` naming those values if the program then does not fit.
 
 >>> import numpy as np, hlodsl as hd
 >>> import hlodsl.stdlib as xp

@@ -16,6 +16,18 @@ Inside a loop every operand of a region node comes one of three ways
 slice's value), *read* (a value that exists whole: outside the loop, an
 earlier loop's exit or reduction, or a view of the inputs recomputed here),
 or *cut* (such a whole value, sliced with ``DynamicSlice``).
+
+>>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
+>>> from hlodsl.ir.staging import stage
+>>> from hlodsl.transforms.passes.split_plan import loops, plan
+>>> x = hd.array(np.ones((64, 2)))
+>>> comp = stage(lambda x: xp.sum(xp.exp(-(x @ xp.matrix_transpose(x))), axis=0), (x,),
+...              {}).computation
+>>> todo = loops(comp, plan(comp, threshold=8192)[0])
+>>> check(comp, todo, {id(lp.region): (16,) for lp in todo})   # walks, or raises PlanError
+>>> todo[0].chunk = 16
+>>> sum(type(n.op).__name__ == "While" for n in emit(comp, todo).nodes)
+1
 """
 
 from __future__ import annotations

@@ -29,7 +29,20 @@ loop. ``levels`` numbers loops so that each reads only what earlier loops
 made: a region node's level is the largest of its direct operands' levels and
 of the levels after which its other operands exist whole (``avail``); a loop
 (region, level) recomputes the lower-level region nodes it needs directly.
-``split_check`` verifies the plan before anything is emitted.
+``split_emit.check`` verifies the plan before anything is emitted.
+
+>>> import numpy as np, hlodsl as hd, hlodsl.stdlib as xp
+>>> from hlodsl.ir.staging import stage
+>>> x = hd.array(np.ones((64, 2)))
+>>> comp = stage(lambda x: xp.sum(xp.exp(-(x @ xp.matrix_transpose(x))), axis=0), (x,),
+...              {}).computation
+>>> (region,), whole, notes = plan(comp, threshold=64 * 64 * 8 // 4)
+>>> str(region.seed.type), region.dim, len(region.dims), whole  # the scores, by rows
+('f64[64,64]', 0, 3, [])
+>>> [region.nodes[k].op for k in region.accs]                   # the column sums add up
+[Reduce(computation=add, dimensions=(0,))]
+>>> [(lp.level, len(lp.nodes), len(lp.accs)) for lp in loops(comp, [region])]
+[(0, 3, 1)]
 """
 
 from __future__ import annotations
@@ -208,7 +221,8 @@ def grow(seed: Node, d: int, use: dict, big: set[int], owner: dict,
                     if isinstance(u.op, Reduce):  # a variadic reduction's other operands
                         for o2, od in zip(u.operands, region.accs[id(u)][1]):
                             if (od is not None and free(o2)
-                                    and operand_dims(o2, od) is not None):
+                                    and operand_dims(o2, od) is not None
+                                    and shape_of(o2.type)[od] == region.extent):
                                 add(o2, od, (id(u), False))
                                 side.append(o2)
                                 needs(o2)
