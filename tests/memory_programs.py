@@ -150,6 +150,7 @@ class Outcome:
     rewrote: bool = False  # a limit-driven rewrite (a split) happened
     seconds: float = 0.0
     message: str = ""
+    rewrites: tuple[str, ...] = ()  # the passes that changed the program (report order)
 
 
 def naive_temp(program: Program) -> tuple[object, list, int, object]:
@@ -176,8 +177,12 @@ def check(program: Program, *, require_range: bool = True, naive_max: int = NAIV
     try:
         got = _leaves(limited(*args))
     except hd.MemoryLimitError as e:
+        said = str(e)
+        if "memory_limit=" not in said or not any(
+                k in said for k in ("stays whole", "a result:", "largest:")):
+            raise ContractBroken(f"a MemoryLimitError that names no value: {said}") from None
         return Outcome("limit_error", naive, limit, seconds=time.perf_counter() - start,
-                       message=str(e))
+                       message=said)
     temp = limited.memory_stats(*args)["temp_size_in_bytes"]
     report = limited.report(*args)
     if temp > limit:
@@ -195,8 +200,15 @@ def check(program: Program, *, require_range: bool = True, naive_max: int = NAIV
             raise ContractBroken(f"result {i} differs from the unlimited program's "
                                  f"(max abs error {err:.3g}, scale {scale:.3g}; "
                                  f"{g.shape} {g.dtype} vs {w.shape} {w.dtype})\n{report}")
+    # The report names each limit-driven rewrite: the value, the dimension, the slices.
+    for line in report.splitlines():
+        if "slices of" in line and not (" -> " in line and "along dimension" in line):
+            raise ContractBroken(f"a split the report does not describe: {line}\n{report}")
+    rewrites = tuple(line.split(":")[0] for line in report.splitlines()
+                     if not line.startswith(" ") and "instructions" in line
+                     and "nothing changed" not in line)
     return Outcome("fits", naive, limit, temp, "slices of" in report,
-                   time.perf_counter() - start)
+                   time.perf_counter() - start, rewrites=rewrites)
 
 
 # -- the generator --------------------------------------------------------------------------

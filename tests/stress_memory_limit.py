@@ -55,7 +55,8 @@ def signature(e: BaseException) -> str:
     """A failure's class: the exception type and the innermost hlodsl line that raised it."""
     if isinstance(e, mp.ContractBroken):
         text = str(e)
-        return "wrong answer" if "differs" in text else "over the limit" if "over" in text \
+        return "wrong answer" if "differs from" in text else \
+            "over the limit" if text.startswith("ran with XLA temp") \
             else "contract: " + text.splitlines()[0][:60]
     where = ""
     for fr in reversed(traceback.extract_tb(e.__traceback__)):
@@ -114,6 +115,7 @@ def main(argv: list[str]) -> int:
     variants = tuple(args.variants.split(","))
     signal.signal(signal.SIGALRM, _alarm)
     counts: collections.Counter = collections.Counter()
+    by_rewrite: collections.Counter = collections.Counter()
     by_variant: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures: dict[str, list] = collections.defaultdict(list)
     log = open(args.out, "w") if args.out else None
@@ -131,6 +133,7 @@ def main(argv: list[str]) -> int:
         done[0] += 1
         if kind == "fits":
             kind = "fits (rewritten)" if detail.rewrote else "fits (as written)"
+            by_rewrite[" + ".join(detail.rewrites) or "no pass changed it"] += 1
         counts[kind.split(" at ")[0] if kind.startswith("FAIL") else kind] += 1
         by_variant[program.variant][kind if not kind.startswith("FAIL") else "FAIL"] += 1
         if kind.startswith("FAIL"):
@@ -140,7 +143,7 @@ def main(argv: list[str]) -> int:
                    "lines": len(program.hd_lines)}
             if detail is not None and hasattr(detail, "naive"):
                 row.update(naive=detail.naive, limit=detail.limit, temp=detail.temp,
-                           seconds=round(detail.seconds, 2))
+                           seconds=round(detail.seconds, 2), rewrites=list(detail.rewrites))
             if kind == "limit_error":  # what the MemoryLimitError said stayed too large
                 row["message"] = "\n".join(detail.message.splitlines()[:8])
                 row["program"] = str(program)
@@ -165,6 +168,9 @@ def main(argv: list[str]) -> int:
     for k, v in sorted(counts.items(), key=lambda kv: -kv[1]):
         if k != "out of range":
             print(f"  {v:5d}  {k}")
+    print("ran under the limit, by the passes that changed the program:")
+    for k, v in by_rewrite.most_common():
+        print(f"  {v:5d}  {k}")
     print("by variant:")
     for var, c in sorted(by_variant.items()):
         print(f"  {var:9s} {dict(c)}")

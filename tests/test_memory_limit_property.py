@@ -128,6 +128,16 @@ def test_layer_norm_then_attention_imported_from_jax(limit):
     _fits_or_names_what_stays_whole(fn, args, limit)
 
 
+def test_jax_gradient_of_layer_norm_then_attention_imported():
+    import jax
+    import jax.numpy as jnp
+
+    args = _block_args()
+    grad = jax.grad(lambda *a: jnp.sum(_jax_block(*a)), argnums=(0, 1, 2, 3))
+    fn = hd.from_jax(grad, *(np.asarray(a) for a in args))
+    _fits_or_names_what_stays_whole(fn, args, 256 * 1024)
+
+
 # -- reduced from the generator's failures (tests/stress_memory_limit.py) -------------------
 
 

@@ -137,9 +137,12 @@ def _over_limit(comp: Computation, reports, temps: list[int], limit: int,
     """What a ``MemoryLimitError`` says: XLA's count, the smallest of the compiles tried,
     the values the passes left whole (largest first, and why), the program's largest."""
     # The user's own large values (not the loop state a pass made, nor the inputs).
-    big = sorted((n for n in comp.nodes if nbytes(n.type) > limit // 4
-                  and type(n.op) not in (Parameter, Tuple, While)),
-                 key=lambda n: -nbytes(n.type))[:3]
+    values = sorted((n for n in comp.nodes if type(n.op) not in (Parameter, Tuple, While)),
+                    key=lambda n: -nbytes(n.type))
+    # Those over a quarter of the limit; if none is (and nothing stayed whole), the
+    # largest: the error always names what to look at.
+    big = [n for n in values if nbytes(n.type) > limit // 4][:3] or \
+        ([] if whole else values[:3])
     name = comp.name
     tried = (f" (the smallest temp of the {len(temps)} compile(s) tried: "
              f"{format_bytes(min(temps))})")
