@@ -71,6 +71,7 @@ class Region:
     seed: Node
     extent: int
     big: set[int]  # the nodes of the program that should not exist whole (``large_nodes``)
+    views: set[int] = attrs.Factory(set)  # views of the inputs (``input_views``): fused, free
     dims: dict[int, int] = attrs.Factory(dict)  # id(node) -> the sliced dimension of its result
     accs: dict[int, tuple] = attrs.Factory(dict)  # id(reduction) -> (kind, dims per operand)
     nodes: dict[int, Node] = attrs.Factory(dict)  # id -> node, for dims and accs
@@ -79,6 +80,7 @@ class Region:
     exits: dict[int, str] = attrs.Factory(dict)  # id(sliced node) -> who reads it whole
     whole: dict[int, tuple[int, str, Node]] = attrs.Factory(dict)  # id -> (bytes, why, node)
     saved: int = 0  # bytes of large nodes that never exist whole
+    depth: int = 1  # loops it takes, counted within the region (``_assess``)
 
     @property
     def dim(self) -> int:
@@ -153,7 +155,7 @@ class _Conflict(Exception):
 
 
 def grow(seed: Node, d: int, use: dict, big: set[int], owner: dict,
-         cuts: frozenset = frozenset()) -> Region:
+         cuts: frozenset = frozenset(), views: frozenset | set = frozenset()) -> Region:
     """The region of ``seed`` sliced along ``d``, without the forward steps in ``cuts``.
 
     Nodes of earlier regions (``owner``) are never taken. The steps forward
@@ -165,7 +167,7 @@ def grow(seed: Node, d: int, use: dict, big: set[int], owner: dict,
     if operand_dims(seed, d) is None:
         raise _Conflict(f"{seed.op!r} -> {seed.type} cannot be computed in slices of "
                         f"dimension {d}")
-    region = Region(seed, shape_of(seed.type)[d], big, cuts=cuts)
+    region = Region(seed, shape_of(seed.type)[d], big, views, cuts=cuts)
     main: list[Node] = []
     side: list[Node] = []
 
@@ -263,13 +265,30 @@ def _assess(region: Region, use: dict) -> None:
             if id(o) not in members and id(o) in region.big and id(o) not in region.whole:
                 region.whole[id(o)] = (nbytes(o.type), f"{u.op!r} needs all of {o.type} at once",
                                        o)
+    # A broadcast of an input or a constant is no saving: XLA fuses it into its readers.
     region.saved = sum(nbytes(members[k].type) for k in region.dims
-                       if k in region.big and k not in region.exits)
+                       if k in region.big and k not in region.exits and k not in region.views)
+    region.depth = 1 + max((_local_level(region, n, {}) for n in members.values()), default=0)
 
 
-def _cost(region: Region) -> tuple[int, int, int]:
-    """Bytes left whole first, then more bytes saved, then fewer steps not taken."""
-    return region.whole_bytes(), -region.saved, len(region.cuts)
+def _local_level(region: Region, node: Node, memo: dict) -> int:
+    """The loop level of a region node counting only the region's own reads through
+    memory (the levels of ``levels``, without the rest of the program)."""
+    key = id(node)
+    if key not in memo:
+        memo[key] = 0
+        lv = 0
+        for o, od in zip(node.operands, region.wanted(node)):
+            if id(o) in region.nodes:
+                direct = region.direct(o, od)
+                lv = max(lv, _local_level(region, o, memo) + (not direct))
+        memo[key] = lv
+    return memo[key]
+
+
+def _cost(region: Region) -> tuple[int, int, int, int]:
+    """Bytes left whole first, then fewer loops, more bytes saved, fewer steps not taken."""
+    return region.whole_bytes(), region.depth, -region.saved, len(region.cuts)
 
 
 def _candidates(region: Region, use: dict) -> list[tuple[int, int]]:
@@ -291,16 +310,17 @@ def _candidates(region: Region, use: dict) -> list[tuple[int, int]]:
     return out
 
 
-def _search(seed: Node, d: int, use: dict, big: set[int], owner: dict) -> Region:
+def _search(seed: Node, d: int, use: dict, big: set[int], owner: dict, views: set[int]
+            ) -> Region:
     """The region of ``seed`` along ``d`` with the fewest bytes left whole: grown with
     every forward step, then without the steps that cost most (a few rounds)."""
-    best = grow(seed, d, use, big, owner)
+    best = grow(seed, d, use, big, owner, views=views)
     for _ in range(_ROUNDS):
         if not best.whole:
             break
         improved = best
         for edge in _candidates(best, use)[:_CANDIDATES]:
-            region = grow(seed, d, use, big, owner, best.cuts | {edge})
+            region = grow(seed, d, use, big, owner, best.cuts | {edge}, views)
             if _cost(region) < _cost(improved):
                 improved = region
         if improved is best:
@@ -325,6 +345,7 @@ def plan(comp: Computation, threshold: int
     (``cannot split: ...``)."""
     use = users(comp)
     big = large_nodes(comp, threshold)
+    views = input_views(comp)
     owner: dict[int, Region] = {}
     regions, whole, notes = [], [], []
     seeds = sorted((n for n in comp.nodes if id(n) in big), key=lambda n: -nbytes(n.type))
@@ -337,7 +358,7 @@ def plan(comp: Computation, threshold: int
             if shape[d] < 2:
                 continue
             try:
-                region = _search(seed, d, use, big, owner)
+                region = _search(seed, d, use, big, owner, views)
             except _Conflict as e:
                 why.append(f"dimension {d}: {e}")
                 continue
@@ -376,12 +397,14 @@ def _merges_top_k(region: Region) -> bool:
 
 def _rank(region: Region, threshold: int) -> tuple:
     """Fewer bytes left whole first; then a dimension whose single slice is under the
-    threshold; then one with no top-k to merge. Sliced along a top-k's rows,
+    threshold; then one with no top-k to merge; then fewer loops (of two that leave
+    as much whole, an accumulation XLA can keep in the result's buffer beats a value
+    filled for a later loop). Sliced along a top-k's rows,
     each row's top-k runs once, over the whole row (``BlockedTopK``'s best case),
     with no merge per slice: kNN at 10⁴ queries x 10⁵ points under 1 GiB took
     3.1 s so, against 4.9 s sliced along the points (``hd.profile``, loaded machine)."""
     thin = nbytes(region.seed.type) // max(region.extent, 1) <= threshold
-    return region.whole_bytes(), not thin, _merges_top_k(region), -region.saved
+    return region.whole_bytes(), not thin, _merges_top_k(region), region.depth, -region.saved
 
 
 # -- levels and loops ---------------------------------------------------------------------
