@@ -101,6 +101,58 @@ def test_grad_of_imported_mlp_loss_equals_jax_grad(mlp):
     assert ops_["call"] == 0 and ops_["dot"] >= 3, ops_
 
 
+def test_jax_calls_are_inlined_so_the_passes_see_inside_them():
+    # jnp.take and jnp.argmax lower to `call`s of jax's own helper computations.
+    def pick(a, c):
+        return jnp.take(c, jnp.argmax(a, axis=1), axis=0) * 2
+
+    a, c = normal(8, 6, 4), normal(9, 4, 3)
+    f = hd.from_jax(pick, a, c)
+    assert opcode_counts(parse_module(f.text))["call"] > 0
+    staged = hd.compile(f)
+    close(staged(hd.array(a), hd.array(c)), pick(a, c))
+    assert opcode_counts(parse_module(hd.code_hlo(staged, hd.array(a), hd.array(c))))["call"] == 0
+    g = hd.compile(hd.grad(lambda c: hd.stdlib.sum(f(hd.array(a), c))))
+    close(g(hd.array(c)), jax.grad(lambda c: jnp.sum(pick(a, c)))(c))
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("lower,trans,unit", [(True, 0, False), (False, 1, True), (True, 2, False)])
+def test_jax_lapack_triangular_solves_import_as_the_op(left, lower, trans, unit):
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(5, 5)) + 4 * np.eye(5) + 1j * rng.normal(size=(5, 5))
+    b = rng.normal(size=(5, 3) if left else (3, 5)) + 1j * rng.normal(size=(5, 3) if left
+                                                                       else (3, 5))
+
+    def solve(a, b):
+        return lax.linalg.triangular_solve(a, b, left_side=left, lower=lower, unit_diagonal=unit,
+                                           transpose_a=trans > 0, conjugate_a=trans == 2)
+
+    f = hd.from_jax(solve, a, b)
+    assert "trsm" in f.text
+    assert "TriangularSolve(" in hd.code_typed(f, hd.array(a), hd.array(b))
+    close(f(hd.array(a), hd.array(b)), solve(a, b), 1e-10)
+
+
+def test_an_imported_triangular_solve_splits_under_a_memory_limit():
+    # jax wraps solve_triangular in a call of a LAPACK custom call: inlined and read as
+    # TriangularSolve, the (m, n) right-hand side is solved in slices of its columns.
+    def cross(z, x, chol):
+        d2 = jnp.sum((z[:, None, :] - x[None, :, :]) ** 2, axis=-1)
+        a = jax.scipy.linalg.solve_triangular(chol, jnp.exp(-d2 / 2), lower=True)
+        return jnp.sum(a * a)
+
+    z, x = normal(30, 64, 3).astype(np.float64), normal(31, 4000, 3).astype(np.float64)
+    kzz = np.exp(-((z[:, None] - z[None]) ** 2).sum(-1) / 2) + 1e-3 * np.eye(64)
+    chol = np.linalg.cholesky(kzz)
+    f = hd.from_jax(cross, z, x, chol)
+    args = [hd.array(v) for v in (z, x, chol)]
+    split = hd.compile(f, memory_limit="512KiB")
+    close(split(*args), cross(z, x, chol), 1e-10)
+    assert "slices of" in split.report(*args)
+    assert split.memory_stats(*args)["temp_size_in_bytes"] <= 512 * 1024
+
+
 def test_while_loop_with_a_data_dependent_trip_count():
     x = normal(6, 3)
     f = hd.from_jax(grow, x)

@@ -3,7 +3,9 @@
 For every registered op that prints as itself, hypothesis draws the op's static
 operands (its attribute variants) and operands; the one-op function is printed,
 imported, and printed again; the two modules must be the same up to the names
-of instructions and computations. Nothing compiles: printing only stages.
+of instructions and computations (a ``call`` is imported inlined: its
+module is the callee's instructions in place). Nothing compiles: printing
+only stages.
 Ops without static operands (elementwise ops and the like) are found from the
 registry with the first operand types their shape rule accepts; the others
 have a drawn case below. ``test_every_importable_op_has_a_round_trip`` fails
@@ -458,6 +460,11 @@ def test_op_with_static_operands_round_trips(opcode, data):
     if opcode == "constant":  # a constant is made by an array the function closes over
         value = hd.array(args[0])
         round_trip(lambda x: (value, x), z(()))
+        return
+    if opcode == "call":  # imported inlined (issue 39: the passes see inside calls)
+        imported = hd.import_hlo(hd.code_hlo(lambda *xs: op(*xs), *args))
+        inlined = hd.code_hlo(lambda *xs: op.computation(*xs), *args)
+        assert canonical(hd.code_hlo(imported, *args)) == canonical(inlined)
         return
     round_trip(lambda *xs: op(*xs), *args)
 

@@ -7,8 +7,9 @@ Calling the imported function therefore *stages* those ops: under
 ``hd.compile`` they are inlined into the caller's module, ``hd.grad`` and
 ``hd.vmap`` use each op's own rules, and the pass pipeline (``memory_limit``)
 sees every instruction. Computations that while, conditional, reduce, sort,
-scatter, map, call, ... apply become Python functions that do the same for
-their instructions. Each instruction is applied at the source line its
+scatter, map, ... apply become Python functions that do the same for
+their instructions; a ``call`` is inlined (its computation's instructions
+staged in place), so the passes see inside jax's wrapped helpers too. Each instruction is applied at the source line its
 producer recorded in the metadata (``source_file``/``source_line``, or jax's
 stack frames), so ``code_hlo`` and ``code_typed`` of the imported program
 point at the producer's code.

@@ -169,9 +169,30 @@ def _read_convolution(r: Reading):
         preferred_element_type=_dtype_if_other(r.result_type, lhs), precision=_precision(a)))
 
 
+_TRSM = re.compile(r"lapack_[sdcz]trsm_ffi")
+_FLAGS = re.compile(r"(\w+)\s*=\s*(\d+)\s*:\s*ui8")
+_TRANSPOSE = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}
+
+
+def _triangular_solve(config: str):
+    """jax's LAPACK triangular solve (``lapack_?trsm_ffi``: its flags are characters,
+    'L' side, 'L' lower, 'U' unit diagonal, 'N'/'T'/'C' transpose) as the
+    ``TriangularSolve`` op it is, so that it has the op's rules (derivatives,
+    batching, slicing under a memory limit); None if the flags do not read so."""
+    flags = {k: chr(int(v)) for k, v in _FLAGS.findall(config)}
+    if set(flags) != {"side", "uplo", "trans_x", "diag"} or flags["trans_x"] not in _TRANSPOSE:
+        return None
+    return ops.TriangularSolve(flags["side"] == "L", flags["uplo"] == "L", flags["diag"] == "U",
+                               _TRANSPOSE[flags["trans_x"]])
+
+
 def _read_custom_call(r: Reading):
     a = r.attrs
     target = a["custom_call_target"].strip('"')
+    if _TRSM.fullmatch(target) and len(r.operand_types) == 2:
+        solve = _triangular_solve(a.get("backend_config", ""))
+        if solve is not None:
+            return _op(solve)
     if not is_known_target(target):
         raise UnsupportedInstruction(
             f"custom-call target {target!r} is not one hlodsl knows how to run (known: "
@@ -426,7 +447,9 @@ READERS: dict[str, Callable[[Reading], Callable]] = {
     "reduce-window": _read_reduce_window,
     "select-and-scatter": _read_select_and_scatter,
     "map": lambda r: _op(ops.Map(r.computation("to_apply"))),
-    "call": lambda r: _op(ops.Call(r.computation("to_apply"))),
+    # Inlined: the callee's instructions are staged in place (jax wraps helpers such
+    # as jnp.take, argmax and solve_triangular in calls), so the passes see them.
+    "call": lambda r: (lambda values, fn=r.computation("to_apply"): fn(*values)),
     "fusion": _fused,
     "while": _read_while,
     "opt-barrier": lambda r: _spread(ops.OptimizationBarrier()),

@@ -36,7 +36,8 @@ class PassContext:
     went over the limit, and passes that can should make pieces ``shrink``
     times the size they first chose (at most half the last attempt's, less
     where XLA's count was far over the limit). ``estimates`` collects what
-    the passes expect XLA's temporary bytes to be (``Split``'s cost model).
+    the passes expect XLA's temporary bytes to be (``Split``'s cost model),
+    ``whole`` the large values they could not keep from existing whole.
     """
 
     memory_limit: int | None = None
@@ -44,3 +45,6 @@ class PassContext:
     shrink: float = 1.0
     #: Passes that size pieces append their estimate of XLA's temporary bytes here.
     estimates: list[int] = attrs.Factory(list)
+    #: Passes append (bytes, line) for each large value they leave whole, and why:
+    #: what a ``MemoryLimitError`` names when the program does not fit.
+    whole: list[tuple[int, str]] = attrs.Factory(list)

@@ -86,7 +86,7 @@ def compile_with_passes(staged: Staged, passes, memory_limit: int | None,
     tensors of the program and what the passes said about them.
     """
     passes = default_passes(memory_limit) if passes is None else tuple(passes)
-    previous, shrink, entry = None, 1.0, None
+    previous, shrink, entry, temps = None, 1.0, None, []
     for attempt in range(MAX_ATTEMPTS if memory_limit is not None else 1):
         ctx = PassContext(memory_limit, attempt, shrink)
         rewritten, reports = run_passes(staged, passes, ctx)
@@ -104,13 +104,15 @@ def compile_with_passes(staged: Staged, passes, memory_limit: int | None,
         # n=50,000: 930 MiB resident after the compile, 619 MiB trimmed).
         runtime.release_host_memory()
         temp = entry.exe.memory_stats()["temp_size_in_bytes"]
+        temps.append(temp)
         estimate = max(ctx.estimates) if ctx.estimates else None
         entry.reports = reports + (MemoryReport(memory_limit, estimate, temp, attempt + 1),)
         if temp <= memory_limit:
             return entry
         # The fallback: the model was wrong by temp / estimate; aim lower by that much.
         shrink *= min(0.5, 0.8 * memory_limit / temp)
-    raise MemoryLimitError(_over_limit(staged.computation, reports, temp, memory_limit))
+    raise MemoryLimitError(_over_limit(staged.computation, reports, temps, memory_limit,
+                                       ctx.whole))
 
 
 @attrs.frozen
@@ -130,15 +132,39 @@ class MemoryReport:
                 f"memory_limit={format_bytes(self.limit)}, {self.compiles} compile(s)")
 
 
-def _over_limit(comp: Computation, reports, temp: int, limit: int) -> str:
+def _over_limit(comp: Computation, reports, temps: list[int], limit: int,
+                whole: list[tuple[int, str]]) -> str:
+    """What a ``MemoryLimitError`` says: XLA's count, the smallest of the compiles tried,
+    the values the passes left whole (largest first, and why), the program's largest."""
     # The user's own large values (not the loop state a pass made, nor the inputs).
-    big = sorted((n for n in comp.nodes if nbytes(n.type) > limit // 4
-                  and type(n.op) not in (Parameter, Tuple, While)),
-                 key=lambda n: -nbytes(n.type))[:3]
+    values = sorted((n for n in comp.nodes if type(n.op) not in (Parameter, Tuple, While)),
+                    key=lambda n: -nbytes(n.type))
+    # Those over a quarter of the limit; if none is (and nothing stayed whole), the
+    # largest: the error always names what to look at.
+    big = [n for n in values if nbytes(n.type) > limit // 4][:3] or \
+        ([] if whole else values[:3])
     name = comp.name
-    lines = [f"{name}: the program needs {format_bytes(temp)} of temporary memory (XLA's "
-             f"count), over memory_limit={format_bytes(limit)}, and the passes could not "
-             "split it further."]
+    tried = (f" (the smallest temp of the {len(temps)} compile(s) tried: "
+             f"{format_bytes(min(temps))})")
+    lines = [f"{name}: the program needs {format_bytes(temps[-1])} of temporary memory (XLA's "
+             f"count){tried}, over memory_limit={format_bytes(limit)}, and the passes could "
+             "not split it further."]
+    kept: dict[str, int] = {}
+    for size, line in sorted(whole, key=lambda w: -w[0]):
+        kept.setdefault(line, size)
+    for line, size in list(kept.items())[:4]:
+        alone = " -- alone not under the limit" if size >= limit else ""
+        lines.append(f"  stays whole ({format_bytes(size)}){alone}: {line}")
+    if sum(kept.values()) < temps[-1] // 2:
+        # What the passes left whole does not explain XLA's count: the results do (they
+        # exist whole; XLA may also keep a temporary copy, in another layout).
+        results = comp.root.operands if type(comp.root.op) is Tuple else (comp.root,)
+        for n in sorted(results, key=lambda n: -nbytes(n.type))[:2]:
+            if nbytes(n.type) > limit // 4:
+                where = f" at {n.loc}" if n.loc else ""
+                lines.append(f"  a result: {type(n.op).__name__} -> {n.type} "
+                             f"({format_bytes(nbytes(n.type))}){where}: results are not split "
+                             "(they exist whole), and XLA may keep a temporary copy of one")
     for n in big:
         where = f" at {n.loc}" if n.loc else ""
         lines.append(f"  largest: {type(n.op).__name__} -> {n.type} "

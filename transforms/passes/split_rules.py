@@ -36,6 +36,7 @@ from hlodsl.ops.compare import Compare, Select
 from hlodsl.ops.concatenate import Concatenate
 from hlodsl.ops.convert import Convert
 from hlodsl.ops.dot import Dot
+from hlodsl.ops.gather import Gather
 from hlodsl.ops.iota import Iota
 from hlodsl.ops.reduce import Reduce, reduction_kind
 from hlodsl.ops.reshape import Reshape, Transpose
@@ -118,7 +119,26 @@ def operand_dims(node: Node, d: int) -> list[int | None] | None:
         return [d] * len(ins) if d != op.dimension else None
     if isinstance(op, Reverse):
         return [d] if d not in op.dimensions else None
+    if isinstance(op, Gather):
+        return _gather_dims(op, ins, d)
     return None
+
+
+def _gather_dims(op: Gather, ins: list, d: int) -> list[int | None] | None:
+    """A gather's result along an offset dimension whose window is the whole operand
+    dimension (``take(c, i, axis=1)``'s rows: the operand's rows), or along a batch
+    dimension (its indices' dimension; the operand whole)."""
+    if op.operand_batching_dims:
+        return None
+    if d in op.offset_dims:
+        dropped = op.collapsed_slice_dims
+        window = [k for k in range(len(ins[0])) if k not in dropped]
+        od = window[op.offset_dims.index(d)]
+        whole = op.slice_sizes[od] == ins[0][od] and od not in op.start_index_map
+        return [od, None] if whole else None
+    batch = [k for k in range(len(ins[1])) if k != op.index_vector_dim]
+    b = [r for r in range(d + 1) if r not in op.offset_dims].index(d)
+    return [None, batch[b]]
 
 
 def result_dim(node: Node, i: int, d: int) -> int | str | None:
@@ -163,10 +183,24 @@ def accumulation(node: Node, i: int, d: int) -> tuple[str, list[int | None]] | N
 
 
 def sliced_op(node: Node, d: int, size: int):
-    """``node``'s op computing a slice of ``size`` along result dimension ``d``."""
+    """``node``'s op computing a slice of ``size`` along result dimension ``d``.
+
+    Every static operand that holds the sliced extent changes with it: the
+    result shape of a broadcast, reshape or iota, and the end of a slice
+    (which ``operand_dims`` accepts only along a dimension it keeps whole,
+    from 0 with stride 1, so its slice of ``size`` ends at ``size``), and a
+    gather's window along the operand dimension it takes whole."""
     op = node.op
     if isinstance(op, (Broadcast, Reshape, Iota)):
         shape = list(op.shape)
         shape[d] = size
         return attrs.evolve(op, shape=tuple(shape))
+    if isinstance(op, Slice):
+        limits = list(op.limit_indices)
+        limits[d] = size
+        return attrs.evolve(op, limit_indices=tuple(limits))
+    if isinstance(op, Gather) and d in op.offset_dims:  # the window's whole operand dimension
+        sizes = list(op.slice_sizes)
+        sizes[operand_dims(node, d)[0]] = size
+        return attrs.evolve(op, slice_sizes=tuple(sizes))
     return op
