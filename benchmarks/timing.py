@@ -15,7 +15,7 @@ import statistics
 import time
 import timeit
 
-__all__ = ["Settings", "settings", "loop_count", "compare", "time_once"]
+__all__ = ["Settings", "settings", "loop_count", "compare", "time_once", "interleaved"]
 
 
 class Settings:
@@ -82,4 +82,30 @@ def time_once(fns: dict[str, callable], cfg: Settings) -> dict[str, float]:
             t0 = time.perf_counter()
             f()
             samples[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def interleaved(fns: dict[str, callable], repeat: int, target_s: float = 0.0,
+                warmup: int = 1) -> dict[str, float]:
+    """Median seconds of one call of each function, calls interleaved (ours, peer, ...).
+
+    For calls of milliseconds or more, where ``compare``'s 200 warm-up calls are too
+    many: each function is called ``warmup`` times first; a sample is ``n`` calls, ``n``
+    chosen per function so that a sample lasts about ``target_s`` (1 with the default).
+    """
+    numbers = {}
+    for k, f in fns.items():
+        t0 = time.perf_counter()
+        for _ in range(warmup):
+            f()
+        one = (time.perf_counter() - t0) / max(warmup, 1)
+        numbers[k] = max(1, round(target_s / one)) if one > 0 else 1
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            n = numbers[k]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            samples[k].append((time.perf_counter() - t0) / n)
     return {k: statistics.median(v) for k, v in samples.items()}
