@@ -62,14 +62,22 @@ class Cfg:
         self.target_s = 0.0 if quick else 0.2
 
 
-def _result(case: str, times: dict, skipped: dict | None = None, notes=()) -> dict:
-    return {"case": case, "times": times, "skipped": dict(skipped or {}), "notes": list(notes)}
+def _result(case: str, times, skipped: dict | None = None, notes=()) -> dict:
+    """A workload's row: ``times`` is ``interleaved(..., cpu=True)``'s (wall, CPU) pair."""
+    wall, cpu = times if isinstance(times, tuple) else (times, {})
+    return {"case": case, "times": wall, "cpu": cpu, "skipped": dict(skipped or {}),
+            "notes": list(notes)}
+
+
+def _time(fns: dict, cfg: Cfg):
+    """Wall and CPU medians per call, the sides interleaved (``timing.interleaved``)."""
+    return interleaved(fns, cfg.repeat, cfg.target_s, cpu=True)
 
 
 def _close_by_norm(ours, theirs, rel: float, what: str) -> None:
     ours, theirs = np.asarray(ours, np.float64), np.asarray(theirs, np.float64)
-    err = np.linalg.norm(ours - theirs)
-    assert err <= rel * np.linalg.norm(theirs), f"{what}: differs by {err:.3g} (norm)"
+    err = np.linalg.norm(ours - theirs) / np.linalg.norm(theirs)
+    assert err <= rel, f"{what}: differs by {err:.3g} of its norm (allowed {rel})"
 
 
 def _torch_compiled(fn, cfg: Cfg, run_once):
@@ -193,7 +201,7 @@ def _train_step(case: str, cfg: Cfg, np_params: dict, data: tuple, loss_of, hd_o
         np.testing.assert_allclose(c_step().item(), t_loss.item(), rtol=1e-4)
         fns["torch.compile"] = c_step
         notes.append(f"torch.compile's first call (compiling the loss) took {compile_s:.0f} s")
-    return _result(case, interleaved(fns, cfg.repeat, cfg.target_s), skipped, notes)
+    return _result(case, _time(fns, cfg), skipped, notes)
 
 
 def gpt(cfg: Cfg) -> dict:
@@ -256,7 +264,7 @@ def euler(cfg: Cfg) -> dict:
     for k in ("torch eager", "jax eager", "numpy"):
         np.testing.assert_allclose(ours, fns[k](), rtol=1e-5, atol=1e-6, err_msg=k)
     return _result(f"eager explicit Euler, {steps} steps of 7 ops on a 64-vector f32",
-                   interleaved(fns, cfg.repeat, cfg.target_s),
+                   _time(fns, cfg),
                    {"torch.compile": "an eager loop (compiling it is hd.compile's row, not "
                                      "eager)"})
 
@@ -316,7 +324,7 @@ def rnn(cfg: Cfg) -> dict:
         fns["torch.compile"] = lambda: torch_fwd(compiled).item()
         notes.append(f"torch.compile's first call took {compile_s:.0f} s")
     return _result(f"RNN (tanh) forward through scan, T{t_} B{b} H{h}, mean(hs * hs); "
-                   "torch: nn.RNN", interleaved(fns, cfg.repeat, cfg.target_s), skipped, notes)
+                   "torch: nn.RNN", _time(fns, cfg), skipped, notes)
 
 
 # -- 5. GEMM -------------------------------------------------------------------------------
@@ -340,7 +348,7 @@ def gemm(cfg: Cfg) -> dict:
     fns = {"hlodsl": lambda: f(ha, hb)._buf.block_until_ready(),
            "torch eager": lambda: torch.mm(ta, tb), "jax.jit": lambda: jf(ja, jb)
            .block_until_ready(), "numpy": lambda: a @ b}
-    return _result(f"GEMM {n}x{n} f32", interleaved(fns, cfg.repeat, cfg.target_s),
+    return _result(f"GEMM {n}x{n} f32", _time(fns, cfg),
                    {"torch.compile": "one library call (torch.compile calls the same mm)"})
 
 
@@ -418,7 +426,7 @@ def transformer(cfg: Cfg) -> dict:
         fns["torch.compile"] = torch_step(compiled)
         notes.append(f"torch.compile's first call (compiling the loss) took {compile_s:.0f} s")
     return _result(f"transformer block Adam step B{b} T{t_} D{d}, {heads} heads "
-                   "(benchmarks.workloads)", interleaved(fns, cfg.repeat, cfg.target_s),
+                   "(benchmarks.workloads)", _time(fns, cfg),
                    skipped, notes)
 
 
@@ -455,7 +463,9 @@ def vgg19(cfg: Cfg) -> dict:
              jours["features"][0]["weight"]),
             ("last linear", ours["classifier"][-1]["weight"], linears[-1].weight.grad,
              jours["classifier"][-1]["weight"])):
-        _close_by_norm(np.asarray(mine), theirs.numpy(), 1e-2, f"VGG19 {what}, torch")
+        # The first conv's gradient, 16 float32 convolutions deep, differs by 1.2% (norm)
+        # between torch and XLA (jax's and ours alike), the last layers' by 2e-6.
+        _close_by_norm(np.asarray(mine), theirs.numpy(), 3e-2, f"VGG19 {what}, torch")
         _close_by_norm(np.asarray(mine), np.asarray(jaxs), 1e-2, f"VGG19 {what}, jax")
     fns = {"hlodsl": lambda: hd.block_until_ready(f(params, x)),
            "torch eager": torch_step(model),
@@ -467,7 +477,7 @@ def vgg19(cfg: Cfg) -> dict:
     else:
         fns["torch.compile"] = torch_step(compiled)
         notes.append(f"torch.compile's first call took {compile_s:.0f} s")
-    return _result(case, interleaved(fns, 5, 0.0), skipped, notes)
+    return _result(case, interleaved(fns, 5, 0.0, cpu=True), skipped, notes)
 
 
 WORKLOADS = {"gpt": gpt, "resnet": resnet, "euler": euler, "rnn": rnn, "gemm": gemm,
@@ -489,7 +499,7 @@ def run(quick: bool = False, torch_compile: bool = True, only=None, log=print) -
         r["load"] = (before, _load())
         results.append(r)
         if log:
-            log(table([r]).splitlines()[-1])
+            log(table([r]).splitlines()[2])
     return results
 
 
@@ -500,21 +510,23 @@ def _ms(s: float | None) -> str:
 def table(results: list[dict]) -> str:
     """A Markdown table: each side's time, hlodsl / each peer, and the load average."""
     lines = ["| workload | hlodsl | torch eager | torch.compile | jax.jit / jax eager | numpy "
-             "| hlodsl / torch | hlodsl / torch.compile | hlodsl / jax | load before, after |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| hlodsl / torch | hlodsl / torch.compile | hlodsl / jax | hlodsl / torch, "
+             "CPU time | load before, after |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
-        t = r["times"]
+        t, c = r["times"], r.get("cpu", {})
         jax_t = t.get("jax.jit", t.get("jax eager"))
         ours = t.get("hlodsl")
 
-        def ratio(peer):
-            return f"{ours / peer:.2f}" if ours and peer else ""
+        def ratio(mine, peer):
+            return f"{mine / peer:.2f}" if mine and peer else ""
 
         lines.append(
             f"| {r['case']} | {_ms(ours)} | {_ms(t.get('torch eager'))} | "
             f"{_ms(t.get('torch.compile')) or r['skipped'].get('torch.compile', '')} | "
-            f"{_ms(jax_t)} | {_ms(t.get('numpy'))} | {ratio(t.get('torch eager'))} | "
-            f"{ratio(t.get('torch.compile'))} | {ratio(jax_t)} | "
+            f"{_ms(jax_t)} | {_ms(t.get('numpy'))} | {ratio(ours, t.get('torch eager'))} | "
+            f"{ratio(ours, t.get('torch.compile'))} | {ratio(ours, jax_t)} | "
+            f"{ratio(c.get('hlodsl'), c.get('torch eager'))} | "
             f"{r['load'][0]:.1f}, {r['load'][1]:.1f} |")
     notes = [f"- {r['case'].split(',')[0]}: {n}" for r in results for n in r["notes"]]
     notes += [f"- {r['case'].split(',')[0]}: {side} skipped: {why}" for r in results
@@ -540,7 +552,10 @@ def main(argv=None) -> None:
     print(f"Machine: {machine()}; torch {torch.__version__}, {torch.get_num_threads()} "
           "threads\n")
     t0 = time.perf_counter()
-    results = run(args.quick, not args.no_torch_compile, only, log=None)
+    print("rows as they finish:", flush=True)
+    results = run(args.quick, not args.no_torch_compile, only,
+                  log=lambda line: print(line, flush=True))
+    print()
     print(table(results))
     print(f"\ntook {time.perf_counter() - t0:.0f} s")
 
