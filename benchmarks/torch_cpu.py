@@ -97,7 +97,9 @@ def _torch_compiled(fn, cfg: Cfg, run_once):
 
 # -- 1, 2. training steps of the GPT and the ResNet -----------------------------------
 
-def _hd_step(loss_fn, opt):
+def _hd_step(loss_fn, opt, donate: bool = True):
+    """``hd.compile`` of one training step ``(params, state, *data) -> (params, state, loss)``,
+    the old parameters and state donated (as jax's peer does)."""
     import hlodsl as hd
 
     def step(p, s, *data):
@@ -105,7 +107,7 @@ def _hd_step(loss_fn, opt):
         p, s = opt.update(g, s, p)
         return p, s, loss
 
-    return hd.compile(step, donate_argnums=(0, 1))
+    return hd.compile(step, donate_argnums=(0, 1) if donate else None)
 
 
 def _jax_step(loss_fn, opt):
@@ -206,12 +208,13 @@ def _train_step(case: str, cfg: Cfg, np_params: dict, data: tuple, loss_of, hd_o
 
 def gpt(cfg: Cfg) -> dict:
     import optax
+
+    from .xla_options import QUICK
     import torch
 
     from hlodsl.stdlib import nn
 
-    size = ({"vocab": 64, "layers": 1, "batch": 2, "tokens": 8, "width": 32, "heads": 2}
-            if cfg.quick else tm.GPT)
+    size = QUICK["gpt"] if cfg.quick else tm.GPT
     heads = size["heads"]
     case = (f"GPT, {size['layers']} layers, causal attention, LayerNorm, GELU MLP, tied "
             f"embedding, Adam; B{size['batch']} T{size['tokens']} D{size['width']} "
@@ -223,12 +226,13 @@ def gpt(cfg: Cfg) -> dict:
 
 def resnet(cfg: Cfg) -> dict:
     import optax
+
+    from .xla_options import QUICK
     import torch
 
     from hlodsl.stdlib import nn
 
-    size = ({"batch": 2, "side": 8, "widths": (4, 8), "blocks": 1, "classes": 10}
-            if cfg.quick else tm.RESNET)
+    size = QUICK["resnet"] if cfg.quick else tm.RESNET
     case = (f"ResNet ({len(size['widths'])} stages x {size['blocks']} residual conv blocks "
             f"+ batch norm, widths {size['widths']}) SGD step, batch {size['batch']}, "
             f"{size['side']}x{size['side']}x3 NCHW")
