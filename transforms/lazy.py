@@ -76,8 +76,9 @@ def _rounding_instructions(text: str) -> int:
 
 
 def _analyse(entry, fn):
-    """``(flops, bytes, fn)`` of ``entry``'s program, result and function if it may be
-    recorded, else False (kept on the entry, whose function is always ``fn``)."""
+    """``[flops, bytes, fn, alone]`` of ``entry``'s program, result and function if it may
+    be recorded (``alone``: see ``_ALONE``), else False (kept on the entry, whose
+    function is always ``fn``)."""
     from hlodsl.runtime import cost_analysis
 
     info = False
@@ -86,9 +87,15 @@ def _analyse(entry, fn):
         if _rounding_instructions(entry.exe.optimized_hlo()) <= 1:
             cost = cost_analysis(entry.exe)  # (transcendentals are not FLOPs there)
             flops = cost.get("flops", 0.0) if cost else float(t.size)
-            info = (max(float(flops), 0.0), t.size * t.dtype.np_dtype.itemsize, fn)
+            info = [max(float(flops), 0.0), t.size * t.dtype.np_dtype.itemsize, fn, 0]
     entry.lazy = info
     return info
+
+
+#: An op whose result was read alone, before any other op joined it, this many times
+#: in a row runs at once for a while (recording it only added to each call): then it
+#: is recorded again, in case its calls now come in chains.
+_ALONE, _RETRY = 8, 64
 
 
 #: PJRT runs a program of fewer FLOPs than this (XLA's cost analysis) on the calling
@@ -188,6 +195,9 @@ def record(entry, fn, args) -> object | None:
         info = _analyse(entry, fn)
     if info is False or info[1] > config.eager_fusion_bytes:
         return None
+    if info[3] >= _ALONE:  # read alone every time lately: run at once, for a while
+        info[3] = 0 if info[3] >= _RETRY else info[3] + 1
+        return None
     chain = _LOCAL.chain or _chain()
     flops = info[0]
     # A cheap chain stays cheap: it runs before the op that would make it dear; a chain
@@ -217,6 +227,8 @@ def record(entry, fn, args) -> object | None:
         out = _new(entry.out_class)
         out._pending = chain
         out._index = len(records)
+        if records:  # not alone: neither this op nor the chain's first
+            info[3] = records[0][0].lazy[3] = 0
         records.append((entry, tuple(refs)))
         chain.results.append(out)
         chain.flops += flops
@@ -241,6 +253,15 @@ def _needed(records, live) -> list[bool]:
 
 def _run(records: list, results: list, ext: list) -> None:
     stats["recorded"] += len(records)
+    if len(records) == 1:  # one op, read at once (``(a + b).block_until_ready()``): its
+        # own executable, no chain to look up or compile
+        a = results.pop()
+        if getrefcount(a) > 2:  # (``a`` and getrefcount's argument)
+            stats["one_by_one"] += 1
+            entry, refs = records[0]
+            entry.lazy[3] += 1
+            _assign([a], _alone, entry.exe.execute, [ext[r][0] for r in refs])
+        return
     # A result referenced from anywhere but ``results`` is live: computed and handed its
     # buffer. (The reference count, not a weak reference per op: a tenth of an op's cost.
     # 3 = ``results``, the loop's ``a`` and getrefcount's argument.)
@@ -269,14 +290,19 @@ def _run(records: list, results: list, ext: list) -> None:
         else:
             _SEEN.put(key, seen)
     bufs = [b for b, _ in ext]
+    if exe:
+        stats["fused"] += 1
+        _assign(arrays, exe.execute, bufs)
+    else:
+        stats["one_by_one"] += 1
+        _assign(arrays, _one_by_one, records, bufs, live)
+
+
+def _assign(arrays: list, run, *args) -> None:
+    """Give ``arrays`` the buffers ``run(*args)`` makes; if it raises, each says so when read."""
     try:
-        if exe:
-            stats["fused"] += 1
-            outs = exe.execute(bufs)
-        else:
-            stats["one_by_one"] += 1
-            outs = _one_by_one(records, bufs, live)
-    except BaseException as e:  # each result says so when read (the chain is gone)
+        outs = run(*args)
+    except BaseException as e:  # (the chain is gone: nothing else could run them)
         failed = _Failed(e)
         for a in arrays:
             a._pending = failed
@@ -285,6 +311,10 @@ def _run(records: list, results: list, ext: list) -> None:
         a._buf = b
         d = a.__dict__
         del d["_pending"], d["_index"]
+
+
+def _alone(execute, bufs) -> list:
+    return execute(bufs)
 
 
 def _one_by_one(records, bufs, live) -> list:
