@@ -44,6 +44,8 @@ SETS = {
     "oneDNN custom calls": {_YNN: "", "xla_cpu_use_onednn": "True",
                             "xla_cpu_experimental_onednn_custom_call": "True"},
     "XNNPACK dots": {_YNN: "", "xla_cpu_experimental_xnn_fusion_type": _T + "INDIVIDUAL_DOT"},
+    "no tree reductions": {_YNN: _T + "INDIVIDUAL_DOT",
+                           "xla_disable_hlo_passes": "tree_reduction_rewriter"},
     "512-bit vectors": {_YNN: _T + "INDIVIDUAL_DOT", "xla_cpu_prefer_vector_width": "512"},
     "concurrency scheduler": {_YNN: _T + "INDIVIDUAL_DOT",
                               "xla_cpu_enable_concurrency_optimized_scheduler": "True"},
