@@ -111,12 +111,14 @@ class Chain:
     (``_index``) until the chain runs.
     """
 
-    __slots__ = ("records", "results", "ext", "ext_index", "lock", "flops", "__weakref__")
+    __slots__ = ("records", "results", "ext", "classes", "ext_index", "lock", "flops",
+                 "__weakref__")
 
     def __init__(self):
         self.records: list = []  # (the key of a chain is made of these)
         self.results: list = []
-        self.ext: list = []  # (buffer, array class)
+        self.ext: list = []  # buffers
+        self.classes: list = []  # the array class each was passed as
         self.ext_index: dict = {}  # id(buffer) -> its latest place in ext
         # Another thread may read a pending array. (Not reentrant: nothing that runs under
         # it reads a pending array's value.)
@@ -126,12 +128,13 @@ class Chain:
     def flush(self) -> None:
         """Run the recorded ops whose results are referenced, and give them their buffers."""
         with self.lock:  # held while running: a reader in another thread waits for it
-            records, results, ext = self.records, self.results, self.ext
+            records, results, ext, classes = self.records, self.results, self.ext, self.classes
             if not records:
                 return
-            self.records, self.results, self.ext, self.ext_index = [], [], [], {}
+            self.records, self.results, self.ext, self.classes = [], [], [], []
+            self.ext_index = {}
             self.flops = 0.0
-            _run(records, results, ext)
+            _run(records, results, ext, classes)
 
     def force(self, array):
         """Run the chain; ``array``'s buffer (``Array.__getattr__``)."""
@@ -205,7 +208,7 @@ def record(entry, fn, args) -> object | None:
     if 0.0 < chain.flops < _CHEAP <= chain.flops + flops:
         chain.flush()
     with chain.lock:
-        records, ext, index = chain.records, chain.ext, chain.ext_index
+        records, ext, classes, index = chain.records, chain.ext, chain.classes, chain.ext_index
         refs = []
         for a in args:
             p = a._pending
@@ -220,19 +223,24 @@ def record(entry, fn, args) -> object | None:
                 return None  # the op's own path says what is wrong
             k = id(buf)  # ext holds the buffer: the id stays its own while recorded
             i = index.get(k)
-            if i is None or ext[i][1] is not cls:
+            if i is None or classes[i] is not cls:
                 i = index[k] = len(ext)
-                ext.append((buf, cls))
+                ext.append(buf)
+                classes.append(cls)
             refs.append(i)
+        n = len(records)
         out = _new(entry.out_class)
         out._pending = chain
-        out._index = len(records)
-        if records:  # not alone: neither this op nor the chain's first
-            info[3] = records[0][0].lazy[3] = 0
+        out._index = n
+        if n:  # not alone: neither this op nor the chain's first
+            if info[3]:
+                info[3] = 0
+            if n == 1:
+                records[0][0].lazy[3] = 0
         records.append((entry, tuple(refs)))
         chain.results.append(out)
         chain.flops += flops
-        full = len(records) >= config.eager_fusion_ops
+        full = n + 1 >= config.eager_fusion_ops
     if full:
         chain.flush()
     return out
@@ -251,7 +259,7 @@ def _needed(records, live) -> list[bool]:
     return needed
 
 
-def _run(records: list, results: list, ext: list) -> None:
+def _run(records: list, results: list, ext: list, classes: list) -> None:
     stats["recorded"] += len(records)
     if len(records) == 1:  # one op, read at once (``(a + b).block_until_ready()``): its
         # own executable, no chain to look up or compile
@@ -260,18 +268,13 @@ def _run(records: list, results: list, ext: list) -> None:
             stats["one_by_one"] += 1
             entry, refs = records[0]
             entry.lazy[3] += 1
-            _assign([a], _alone, entry.exe.execute, [ext[r][0] for r in refs])
+            _assign([a], _alone, entry.exe.execute, [ext[r] for r in refs])
         return
     # A result referenced from anywhere but ``results`` is live: computed and handed its
     # buffer. (The reference count, not a weak reference per op: a tenth of an op's cost.
-    # 3 = ``results``, the loop's ``a`` and getrefcount's argument.)
-    live, arrays = [], []
-    for i in range(len(results)):  # (not enumerate: its tuple may hold a reference too)
-        a = results[i]
-        if getrefcount(a) > 3:
-            live.append(i)
-            arrays.append(a)
-    del a
+    # 2 = ``results`` and getrefcount's argument.)
+    live = [i for i in range(len(results)) if getrefcount(results[i]) > 2]
+    arrays = [results[i] for i in live]
     results.clear()
     if not live:
         return
@@ -282,20 +285,19 @@ def _run(records: list, results: list, ext: list) -> None:
         if seen >= config.eager_fusion_repeats:
             _SEEN.pop(key)
             try:
-                exe = _compile(records, ext, live)
+                exe = _compile(records, ext, classes, live)
             except Exception:  # never worse than one by one (the test suite hears of it)
                 stats["failed"] = stats.get("failed", 0) + 1
                 exe = False
             _FUSED.put(key, exe)
         else:
             _SEEN.put(key, seen)
-    bufs = [b for b, _ in ext]
     if exe:
         stats["fused"] += 1
-        _assign(arrays, exe.execute, bufs)
+        _assign(arrays, exe.execute, ext)
     else:
         stats["one_by_one"] += 1
-        _assign(arrays, _one_by_one, records, bufs, live)
+        _assign(arrays, _one_by_one, records, ext, live)
 
 
 def _assign(arrays: list, run, *args) -> None:
@@ -326,7 +328,7 @@ def _one_by_one(records, bufs, live) -> list:
     return [vals[i] for i in live]
 
 
-def _compile(records, ext, live):
+def _compile(records, ext, classes, live):
     """The chain staged as one program (an ``opt-barrier`` after each op) and compiled
     with XLA's fusion pass off."""
     from hlodsl.ir.printer import module_text
@@ -337,12 +339,12 @@ def _compile(records, ext, live):
     needed = _needed(records, live)
     barrier = OptimizationBarrier()
     fakes = []
-    for buf, cls in ext:
+    for buf, cls in zip(ext, classes):
         a = _new(cls)
         a._buf, a._node = buf, None
         fakes.append(a)
     _, treedef = flatten((tuple(fakes), {}))
-    weak = tuple(bool(getattr(cls, "_weak", False)) for _, cls in ext)
+    weak = tuple(bool(getattr(cls, "_weak", False)) for cls in classes)
 
     def chain(*xs):
         vals: list = [None] * len(records)
