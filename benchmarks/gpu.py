@@ -19,10 +19,12 @@ result is ready and the two sides' repeats interleaved (``benchmarks.timing``):
    hlodsl under ``memory_limit="4GiB"`` (``benchmarks.memory_models``'s programs),
    with both sides' temporary bytes as XLA counts them;
 7. ``sdpa``: ``nn.dot_product_attention`` forward + backward in bf16 (B1 T16384 N8 H64),
-   the composite under ``memory_limit="4GiB"``, against jax's fused cuDNN attention
+   hlodsl's default (cuDNN's fused attention on a GPU) under ``memory_limit="4GiB"``,
+   against jax's fused cuDNN attention
    (``implementation="cudnn"``; jax's composite off a GPU) and torch's
    ``scaled_dot_product_attention`` when torch sees CUDA;
-8. ``linalg``: solve, eigh, svd, qr and cholesky at n = 1024 f32.
+8. ``linalg``: solve, eigh, svd, qr, cholesky, inv, det, lu_factor, lstsq and pinv at
+   n = 1024 f32 (cuSOLVER on a GPU, as jax).
 
 ``--quick`` shrinks every size so that the whole run takes about a minute on
 two CPU cores (the rehearsal of the device run: same code, rough numbers);
@@ -281,8 +283,9 @@ def attention(cfg: Settings, size: dict) -> list[dict]:
 
 
 def sdpa(cfg: Settings, size: dict) -> list[dict]:
-    """``nn.dot_product_attention`` (the composite, under a memory limit) against jax's
-    fused cuDNN attention and torch's SDPA on a GPU (jax's composite elsewhere), bf16."""
+    """``nn.dot_product_attention`` (its default: cuDNN's fused attention on a GPU, the
+    composite elsewhere; under a memory limit) against jax's fused cuDNN attention and
+    torch's SDPA on a GPU (jax's composite elsewhere), bf16."""
     import jax
     import jax.numpy as jnp
     import ml_dtypes
@@ -319,8 +322,9 @@ def sdpa(cfg: Settings, size: dict) -> list[dict]:
     from .vgg19 import _interleaved
 
     t = _interleaved(fns, 3 if cfg.quick else 21)
-    case = (f"attention forward + backward B{b} T{t_} N{n} H{h} bf16, hlodsl's composite "
-            f"under memory_limit={limit!r}")
+    ours = "cuDNN's fused attention" if impl == "cudnn" else "the composite"
+    case = (f"attention forward + backward B{b} T{t_} N{n} H{h} bf16, hlodsl's default "
+            f"({ours}) under memory_limit={limit!r}")
     rows = [row(SECTION, case, "nn.dot_product_attention", t["ours"],
                 f"jax.nn.dot_product_attention({impl})", t["jax"], unit="ms")]
     if "torch" in t:
@@ -365,6 +369,7 @@ def _spd(rng, n: int) -> np.ndarray:
 def linalg(cfg: Settings, size: dict) -> list[dict]:
     import jax
     import jax.numpy as jnp
+    import jax.scipy.linalg
 
     import hlodsl as hd
     import hlodsl.stdlib as xp
@@ -382,6 +387,12 @@ def linalg(cfg: Settings, size: dict) -> list[dict]:
          lambda a: jla.svd(a, full_matrices=False), (general,)),
         ("qr", la.qr, jla.qr, (general,)),
         ("cholesky", la.cholesky, jla.cholesky, (spd,)),
+        ("inv", la.inv, jla.inv, (general,)),
+        ("det", la.det, jla.det, (general,)),
+        ("lu_factor", lambda a: la.lu_factor(a)[:2], jax.scipy.linalg.lu_factor, (general,)),
+        ("lstsq", lambda a, b: la.lstsq(a, b).solution, lambda a, b: jla.lstsq(a, b)[0],
+         (general, rhs)),
+        ("pinv", la.pinv, jla.pinv, (general,)),
     ]
     for name, fn, jfn, args in cases:
         f, jf = hd.compile(fn), jax.jit(jfn)

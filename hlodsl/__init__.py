@@ -28,7 +28,8 @@ from .errors import (  # noqa: F401
 from .arrays.types import ArrayType, TupleType  # noqa: F401
 from .arrays.array import Array, Matrix, Scalar, Vector, array, is_symbolic  # noqa: F401
 from .arrays.tree import block_until_ready, tree_leaves, tree_map  # noqa: F401
-from .interchange.checkpoint import load, save  # noqa: F401
+from .arrays.pytrees import register_dataclass, register_pytree_node  # noqa: F401
+from .interchange.checkpoint import load, save  # noqa: F401  (hd.checkpoint is remat, below)
 from .ir.dispatcher import dispatch  # noqa: F401
 from .ir.op import HloOp, registry  # noqa: F401
 from .compilation.compiler import Compiled, compile  # noqa: F401
@@ -48,8 +49,9 @@ from . import dispatcher, dtypes, hlo_text, op, tree  # noqa: E402,F401
 # The layers above the core: hlodsl's public face gathers them.
 from . import ops  # noqa: E402,F401
 from .transforms import (  # noqa: E402,F401
-    StaleSourceWarning, cond, convert, custom_jvp, custom_vjp, fori_loop, grad, hessian, hvp,
-    jvp, scan, switch, value_and_grad, vjp, vmap, while_loop,
+    StaleSourceWarning, associative_scan, checkpoint, checkpoint_policies, cond, convert,
+    custom_jvp, custom_vjp, debug_print, fori_loop, grad, hessian, hvp, io_callback, jacfwd,
+    jacrev, jvp, pure_callback, remat, scan, switch, value_and_grad, vjp, vmap, while_loop,
 )
 from . import transforms, stdlib  # noqa: E402,F401
 from .transforms import passes  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""Per-thread staging state: the builders being staged into and the active transformations.
+"""Per-thread staging state: the builders being staged into, the active transformations,
+and the platform being staged for.
 
 Staging is a property of the thread that does it: while one thread stages a
 function, another may run eager ops or stage a function of its own, and
@@ -35,6 +36,12 @@ class _State(threading.local):
         #: the instruction being replayed, which stands for the user's line in errors
         #: and in the metadata of the nodes the replay makes.
         self.location = None
+        #: While a derivative runs forward code again (the backward pass of ``scan`` or
+        #: ``remat``): its side effects (``hd.debug_print``) happened in the forward pass.
+        self.recomputing = False
+        #: The platform programs are staged for (``"cpu"``, ``"gpu"``), or None: the
+        #: runtime's own. Set by ``hlodsl.ir.target.staging_platform``.
+        self.platform = None
 
 
 STATE = _State()

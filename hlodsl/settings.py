@@ -62,11 +62,13 @@ class Config:
     persistent_cache: bool = True
     #: Bytes the persistent cache directory may hold; the least recently used go first.
     persistent_cache_bytes: int = 2**30
-    #: Kernels of ``xp.linalg``'s factorizations (LU, eigh, SVD, QR): ``"auto"`` calls
-    #: jaxlib's LAPACK where the backend has it (CPU) and HLO loops elsewhere; ``"hlo"``
-    #: always the HLO loops; ``"lapack"`` LAPACK, an error where the backend lacks it.
-    #: Read when a function is staged; a change empties hlodsl's caches, so every
-    #: compiled function and eager op stages again with the new kernels at its next call.
+    #: Kernels of ``xp.linalg``'s factorizations (LU, Cholesky, eigh, eig, SVD, QR):
+    #: ``"auto"`` calls jaxlib's LAPACK on a CPU, cuSOLVER on a GPU, where jaxlib has
+    #: them, and HLO loops elsewhere; ``"hlo"`` always the HLO loops; ``"lapack"`` or
+    #: ``"cusolver"`` those kernels, an error on a platform without them. The platform
+    #: is the one staged for (``hlodsl.ir.target``). Read when a function is staged; a
+    #: change empties hlodsl's caches, so every compiled function and eager op stages
+    #: again with the new kernels at its next call.
     linalg_kernels: str = "auto"
     #: The precision of every dot and convolution whose ``precision`` is not given
     #: (``ops.Dot``, ``ops.Convolution``, and so ``matmul``, ``tensordot``, ``einsum``,
@@ -83,6 +85,10 @@ class Config:
     #: expects; complex numbers are then complex64). numpy arrays keep their own type.
     #: Read when a function is staged; a change empties hlodsl's caches.
     default_float: str = "float64"
+    #: ``memory_limit="auto"`` (``hd.compile``, ``hd.code_hlo``) is this fraction of the
+    #: memory free when a signature compiles: the device's (what its allocator has not
+    #: handed out), or on a CPU the host's available memory.
+    auto_memory_fraction: float = 0.8
 
     def __setattr__(self, name, value):
         allowed = _CHOICES.get(name)
@@ -100,7 +106,7 @@ class Config:
 
 
 #: The values ``Config.linalg_kernels`` takes.
-LINALG_KERNELS = ("auto", "hlo", "lapack")
+LINALG_KERNELS = ("auto", "hlo", "lapack", "cusolver")
 #: HLO's operand precisions (``operand_precision={p,p}`` on a dot or convolution).
 PRECISIONS = ("default", "high", "highest")
 #: The values ``Config.default_float`` takes.
@@ -117,29 +123,61 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
+#: What ``memory_size("auto")`` measures: the free memory of the runtime's first device,
+#: in bytes. The runtime (a floor above) hands it down when it is imported.
+_FREE_MEMORY: list = []
+
+
+def use_free_memory(measure) -> None:
+    """Make ``measure() -> bytes`` what ``memory_size("auto")`` takes its fraction of."""
+    _FREE_MEMORY[:] = [measure]
+
+
 def memory_size(value, what: str = "memory_limit") -> int:
     """Bytes from an int or a string with a unit: ``"1GiB"``, ``"500 MB"``, ``"2e9"``.
 
+    ``"auto"``: ``config.auto_memory_fraction`` of the memory free now on the
+    runtime's device (the host's available memory on a CPU).
+
     >>> memory_size("1GiB"), memory_size("1.5 GB"), memory_size(4096)
     (1073741824, 1500000000, 4096)
+    >>> 0 < memory_size("auto")
+    True
     >>> memory_size("a lot")
     Traceback (most recent call last):
-    ValueError: memory_limit: 'a lot' is not a size; give bytes (an int) or a number and a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB ("1GiB", "500 MB")
+    ValueError: memory_limit: 'a lot' is not a size; give bytes (an int) or a number and a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB ("1GiB", "500 MB"), or "auto"
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TypeError(f"{what}: give bytes (an int) or a string such as \"1GiB\", got "
                         f"{value!r} ({type(value).__name__})")
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return _auto(what)
     if isinstance(value, str):
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", value)
         unit = m and _UNITS.get(m.group(2).lower())
         if not unit:
             raise ValueError(f"{what}: {value!r} is not a size; give bytes (an int) or a number "
                              "and a unit: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB (\"1GiB\", "
-                             "\"500 MB\")")
+                             "\"500 MB\"), or \"auto\"")
         value = float(m.group(1)) * unit
     if value != value or value <= 0 or value == float("inf"):
         raise ValueError(f"{what}: must be a positive number of bytes, got {value!r}")
     return int(value)
+
+
+def _auto(what: str) -> int:
+    fraction = config.auto_memory_fraction
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+            or not 0 < fraction <= 1:
+        raise ValueError(f"hlodsl.config.auto_memory_fraction: must be a number in (0, 1], "
+                         f"got {fraction!r}")
+    if not _FREE_MEMORY:
+        raise RuntimeError(f"{what}: 'auto' measures the device's free memory through "
+                           "hlodsl.runtime (import hlodsl)")
+    free = int(fraction * _FREE_MEMORY[0]())
+    if free <= 0:
+        raise ValueError(f"{what}: 'auto' found no free memory on the device; give a size")
+    return free
 
 
 def format_bytes(n: int) -> str:

@@ -34,9 +34,11 @@ class Call(HloOp, opcode="call"):
         # The computation's own shape rules check the operands (at the user's line).
         return stage_computation(self.computation, types).result_type
 
+    def called_computations(self, operand_types) -> tuple:
+        return (stage_computation(self.computation, tuple(operand_types)),)
+
     def attributes(self, operand_types, result_type, ctx):
-        comp = stage_computation(self.computation, tuple(operand_types))
-        return [f"to_apply={ctx.computation(comp)}"]
+        return [f"to_apply={ctx.computation(self.called_computations(operand_types)[0])}"]
 
 
 # -- derivatives (hlodsl.ir.rules, used by hlodsl.transforms) ------------------------------------------------

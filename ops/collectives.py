@@ -22,12 +22,12 @@ from typing import Callable
 import attrs
 import numpy as np
 
-from hlodsl import runtime
 from hlodsl.arrays.array import array
 from hlodsl.arrays.dtypes import Inexact, int32
 from hlodsl.errors import require
 from hlodsl.ir.op import HloOp, check_arity, frozen
 from hlodsl.ir.staging import stage_computation
+from hlodsl.ir.target import target_platform
 from hlodsl.arrays.types import ArrayType, TupleType
 
 from ._checks import flag, function, integer, non_negative, optional
@@ -318,7 +318,7 @@ class CollectiveBroadcast(_Collective, opcode="collective-broadcast"):
             root, data = args[-1], args[:-1]
             outs = tuple(self._by_rounds(x, _entry(root, j)) for j, x in enumerate(data))
             return outs[0] if len(outs) == 1 else outs
-        if runtime.platform() in NO_COLLECTIVE_BROADCAST:
+        if target_platform() in NO_COLLECTIVE_BROADCAST:  # the platform staged for
             return self._stage_each(builder, args, self._by_permutes)
         return super().stage(builder, args)
 

@@ -138,9 +138,12 @@ class Conditional(HloOp, opcode="conditional"):
             operands.append(group)
         return wrap_node(builder, builder.add(self, tuple(operands), rtype, loc))
 
+    def called_computations(self, operand_types) -> list:
+        """The branches' computations, for the (grouped) operand types."""
+        return [stage_computation(fn, (t,)) for fn, t in zip(self.branches, operand_types[1:])]
+
     def attributes(self, operand_types, result_type, ctx):
-        names = [ctx.computation(stage_computation(fn, (t,)))
-                 for fn, t in zip(self.branches, operand_types[1:])]
+        names = [ctx.computation(c) for c in self.called_computations(operand_types)]
         if self.branch_computations:
             return ["branch_computations={" + ", ".join(names) + "}"]
         return [f"true_computation={names[0]}", f"false_computation={names[1]}"]
@@ -260,7 +263,7 @@ def conditional_jvp(op: Conditional, tangents: tuple, out, selector, *flat):
 # branch runs on every example and each example's result is selected.
 
 from hlodsl.ir.interpret import depends  # noqa: E402
-from hlodsl.ir.rules import batch_rule, transformations  # noqa: E402
+from hlodsl.ir.rules import NotBatchableError, batch_rule, transformations  # noqa: E402
 
 from ._batch import batch_size, dims_for, example_type, settle  # noqa: E402
 
@@ -309,6 +312,12 @@ def conditional_batched(op: Conditional, args: tuple, dims: tuple):
             Conditional(*new)
         return form(selector, *operands), dims_for(wanted)
     # A selector per example: every branch on every example, then a select per example.
+    if any(c.has_side_effect for c in comps):
+        raise NotBatchableError(
+            f"vmap: {op!r} has a selector that differs between examples and a side "
+            "effect (a Python callback) in a branch: the batched form runs every branch "
+            "on every example, so the callback would run for examples that did not take "
+            "its branch")
     results = []
     for comp, o, d in zip(comps, operands, dims[1:]):
         out, out_dims = transformations.batch(comp, [o], [d])

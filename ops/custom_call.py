@@ -97,6 +97,34 @@ def _layouts(value):
     return None if value is None else tuple(tuple(int(d) for d in lay) for lay in value)
 
 
+def _aliases(value):
+    """``((output_index, operand, operand_index), ...)``, each index a tuple of ints."""
+    if value is None:
+        return None
+    return tuple((tuple(int(i) for i in out), int(operand), tuple(int(i) for i in at))
+                 for out, operand, at in value)
+
+
+def _frontend_attributes(value):
+    if value is None:
+        return None
+    items = value.items() if isinstance(value, dict) else value
+    return tuple((str(k), str(v)) for k, v in items)
+
+
+def _index_text(index) -> str:
+    return "{" + ",".join(str(i) for i in index) + "}"
+
+
+def _subtype(t, index: tuple):
+    """The element of (nested) tuple type ``t`` at ``index`` (``()``: ``t`` itself)."""
+    for i in index:
+        if not isinstance(t, TupleType) or not 0 <= i < len(t.elements):
+            return None
+        t = t.elements[i]
+    return t
+
+
 @frozen
 class CustomCall(HloOp, opcode="custom-call"):
     """Call the custom-call ``target`` on the operands; the result is ``out_type``.
@@ -108,6 +136,12 @@ class CustomCall(HloOp, opcode="custom-call"):
     A call with ``has_side_effect`` is never merged with an identical one.
     ``out_type`` is checked against what the target writes where a rule for
     it is registered (``register_custom_call_target``), and trusted otherwise.
+    ``output_operand_aliases`` says which results the target writes in place
+    of an operand's buffer: ``((output_index, operand, operand_index), ...)``,
+    indices as tuples (``((0,), 0, ())``: result 0 of a tuple lives in operand
+    0's buffer; ``((), 0, ())`` for a single result), each aliased result of
+    its operand's type. ``frontend_attributes`` (a dict of strings) passes
+    further attributes to XLA (jaxlib's GPU solvers read ``num_batch_dims``).
     """
 
     target: str
@@ -119,6 +153,9 @@ class CustomCall(HloOp, opcode="custom-call"):
         converter=_layouts, default=None)
     result_layouts: tuple[tuple[int, ...] | None, ...] | None = attrs.field(
         converter=_result_layouts, default=None)
+    output_operand_aliases: tuple | None = attrs.field(converter=_aliases, default=None)
+    frontend_attributes: tuple[tuple[str, str], ...] | None = attrs.field(
+        converter=_frontend_attributes, default=None)
 
     def __attrs_post_init__(self):
         if not isinstance(self.target, str):
@@ -178,11 +215,19 @@ class CustomCall(HloOp, opcode="custom-call"):
             for i, (t, layout) in enumerate(zip(types, self.operand_layouts)):
                 require(isinstance(t, ArrayType) and t.rank == len(layout), self, types,
                         f"operand {i} ({t}) does not fit the rank-{len(layout)} layout {layout}")
+        for out, operand, at in self.output_operand_aliases or ():
+            written = _subtype(self.out_type, out)
+            given = _subtype(types[operand], at) if 0 <= operand < len(types) else None
+            require(written is not None and written == given, self, types,
+                    f"output_operand_aliases: result {_index_text(out)} ({written}) must "
+                    f"have the type of operand {operand} {_index_text(at)} ({given}), whose "
+                    "buffer it is written into")
         return self.out_type
 
     def _check_target_results(self, rule: Callable, types) -> None:
         try:
-            writes = rule(types, self.ffi_attributes)
+            writes = rule(types, self.ffi_attributes, self.out_type) \
+                if rule in _DECLARED else rule(types, self.ffi_attributes)
         except ValueError as e:  # the rule's way of saying the target cannot take these
             require(False, self, types, f"{self.target}: {e}")
         require(writes == self.out_type, self, types,
@@ -199,8 +244,8 @@ class CustomCall(HloOp, opcode="custom-call"):
         def one(t):
             if not isinstance(t, ArrayType):
                 return t.hlo
-            layout = next(layouts)
-            return t.hlo if layout is None else t.hlo + dims_text(layout)
+            layout = next(layouts)  # (a scalar's layout is not printed, as XLA prints it)
+            return t.hlo if layout is None or not t.rank else t.hlo + dims_text(layout)
 
         if isinstance(result_type, TupleType):
             return "(" + ", ".join(one(t) for t in result_type.elements) + ")"
@@ -212,16 +257,26 @@ class CustomCall(HloOp, opcode="custom-call"):
         if self.operand_layouts is not None:
             shapes = [t.hlo + dims_text(lay) for t, lay in zip(operand_types, self.operand_layouts)]
             out.append("operand_layout_constraints={" + ", ".join(shapes) + "}")
+        if self.output_operand_aliases:
+            pairs = ", ".join(f"{_index_text(o)}: ({k}, {_index_text(a)})"
+                              for o, k, a in self.output_operand_aliases)
+            out.append("output_to_operand_aliasing={" + pairs + "}")
         if self.has_side_effect:
             out.append("custom_call_has_side_effect=true")
         out.append(f"api_version={self.api_version}")
+        if self.frontend_attributes:
+            items = ",".join(f'{k}="{_escaped(v)}"' for k, v in self.frontend_attributes)
+            out.append("frontend_attributes={" + items + "}")
         if self.api_version == "API_VERSION_TYPED_FFI":
             if self.backend_config:
                 out.append(f"backend_config={self.backend_config}")
         elif self.backend_config:
-            text = self.backend_config.replace("\\", "\\\\").replace('"', '\\"')
-            out.append(f'backend_config="{text}"')
+            out.append(f'backend_config="{_escaped(self.backend_config)}"')
         return out
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 # -- targets whose results are known ----------------------------------------------------
@@ -229,9 +284,10 @@ class CustomCall(HloOp, opcode="custom-call"):
 # once, what the target writes, and every CustomCall of it is checked against that.
 
 _TARGET_RULES: dict[str, Callable] = {}
+_DECLARED: set = set()  # the rules that also read the declared out_type
 
 
-def register_custom_call_target(target: str, rule: Callable) -> None:
+def register_custom_call_target(target: str, rule: Callable, *, declared: bool = False) -> None:
     """Check every ``CustomCall`` of ``target`` against what ``rule`` says it writes.
 
     ``rule(operand_types, attributes)`` gets the operands' ``ArrayType``s and the
@@ -240,7 +296,10 @@ def register_custom_call_target(target: str, rule: Callable) -> None:
     or raises ``ValueError`` saying which operand or attribute the target cannot
     take. A call whose ``out_type`` differs, or whose operands the rule refuses,
     is a ``ShapeError`` naming the call. Registering a target again replaces
-    its rule.
+    its rule. With ``declared=True`` the rule is called as ``rule(operand_types,
+    attributes, out_type)``: for a target whose result is not a function of its
+    operands alone (a size the caller chooses, an optional result), it checks
+    the declared type and returns what the target writes for it.
 
     >>> f32 = ArrayType(np.float32, (2,))
     >>> register_custom_call_target("in_place_kernel", lambda types, attributes: types[0])
@@ -249,6 +308,7 @@ def register_custom_call_target(target: str, rule: Callable) -> None:
     >>> del _TARGET_RULES["in_place_kernel"]
     """
     _TARGET_RULES[target] = rule
+    (_DECLARED.add if declared else _DECLARED.discard)(rule)
 
 
 def is_known_target(target: str) -> bool:

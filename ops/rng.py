@@ -98,7 +98,7 @@ nondifferentiable(Rng, RngBitGenerator)
 # -- batching (vmap): the op on operands whose batch dimension is first ----------------
 
 
-from hlodsl.ir.rules import batch_rule, not_batchable  # noqa: E402
+from hlodsl.ir.rules import batch_rule  # noqa: E402
 
 from ._batch import batch_size, scalar  # noqa: E402
 
@@ -129,6 +129,37 @@ def rng_batched(op: Rng, args: tuple, dims: tuple):
     return (Convert(dtype)(Floor()(out)) if real is not dtype else out), 0
 
 
-not_batchable(RngBitGenerator, reason=(
-    "one generator state per example would need one generator call per example; draw the "
-    "whole batch outside vmap with one state (RngBitGenerator(shape=(batch, ...)))"))
+@batch_rule.dispatch
+def rng_bit_generator_batched(op: RngBitGenerator, args: tuple, dims: tuple):
+    # One generator call per example's state, in a loop: each example's bits are exactly
+    # those of calling the op on its own state (XLA's generators are not batchable by
+    # construction: a state is a (key, counter) pair that the backend expands).
+    from hlodsl.arrays.dtypes import int32
+
+    from .binary import Add
+    from .broadcast import Broadcast
+    from .compare import Compare
+    from .dynamic_slice import DynamicSlice, DynamicUpdateSlice
+    from .reshape import Reshape
+    from .while_loop import While
+
+    (states,) = args
+    size, words = states.shape
+
+    def condition(s):
+        return Compare("LT")(s[0], scalar(size, int32))
+
+    def body(s):
+        # Constants made here: a loop body cannot capture values of the program around it.
+        i, states, new_states, bits = s
+        zero = scalar(0, int32)
+        starts = (zero,) * len(op.shape)
+        state = Reshape((words,))(DynamicSlice((1, words))(states, i, zero))
+        new, b = op(state)
+        new_states = DynamicUpdateSlice()(new_states, Reshape((1, words))(new), i, zero)
+        bits = DynamicUpdateSlice()(bits, Reshape((1, *op.shape))(b), i, *starts)
+        return Add()(i, scalar(1, int32)), states, new_states, bits
+
+    bits0 = Broadcast((size, *op.shape))(scalar(0, op.dtype))
+    _, _, new_states, bits = While(condition, body)(scalar(0, int32), states, states, bits0)
+    return (new_states, bits), (0, 0)

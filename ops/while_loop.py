@@ -51,6 +51,10 @@ class While(HloOp, opcode="while"):
         return (stage_computation(self.condition, (state,)),
                 stage_computation(self.body, (state,), tuple_result=True))
 
+    def called_computations(self, operand_types) -> tuple:
+        """The condition and the body (a loop whose body has a side effect has one)."""
+        return self._computations(operand_types[0])
+
     def result_type(self, *types):
         require(len(types) >= 1, self, types, "the loop state needs at least one element")
         state = TupleType(types)
@@ -135,7 +139,7 @@ def while_jvp(op: While, tangents: tuple, out, *state):
 # condition is false keeps its state (a select), so every carry is batched.
 
 from hlodsl.ir.interpret import depends  # noqa: E402
-from hlodsl.ir.rules import batch_rule, transformations  # noqa: E402
+from hlodsl.ir.rules import NotBatchableError, batch_rule, transformations  # noqa: E402
 
 from ._batch import batch_size, dims_for, example_type, settle  # noqa: E402
 
@@ -165,6 +169,12 @@ def while_batched(op: While, args: tuple, dims: tuple):
             break
         batched = grown
     if depends(cond, [batched]):
+        if cond.has_side_effect or body.has_side_effect:
+            raise NotBatchableError(
+                f"vmap: {op!r} has a condition that differs between examples and a "
+                "side effect (a Python callback) in its body or condition: the batched "
+                "loop runs the body for every example until all are done, so the "
+                "callback would run for examples whose loop had ended")
         batched = tuple(True for _ in batched)
     in_dims = dims_for(batched)
     init = settle(tuple(state), sdims, batched, size)

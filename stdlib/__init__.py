@@ -19,6 +19,7 @@ from .elementwise import *  # noqa: F401,F403
 from .elementwise_more import *  # noqa: F401,F403
 from .index_update import IndexUpdate  # noqa: F401  (installs x.at on Array)
 from .indexing import getitem, take, take_along_axis  # noqa: F401  (installs x[...], iter(x))
+from .einsum import einsum, einsum_path  # noqa: F401
 from .linalg import matmul, matrix_transpose, tensordot, vecdot  # noqa: F401  (and xp.linalg)
 from . import fft  # noqa: F401,E402  (the fft extension: xp.fft)
 from . import special  # noqa: F401,E402  (scipy.special's functions: xp.special)

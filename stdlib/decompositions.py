@@ -5,7 +5,9 @@
 dimensions, for float32/float64/complex64/complex128 (float16 and bfloat16
 are computed in float32). XLA has no instruction for them: on CPU they call
 jaxlib's LAPACK kernels (``syevd``/``heevd``, ``gesdd``, ``geqrf`` +
-``orgqr``/``ungqr``; see ``stdlib/lapack.py``); on another backend, or with
+``orgqr``/``ungqr``; see ``stdlib/lapack.py``), on a GPU cuSOLVER's as jax
+does (``syevd``, ``gesvdj``/``gesvd``, ``geqrf`` + ``orgqr``;
+``stdlib/cusolver.py``); on another backend, or with
 ``hlodsl.config.linalg_kernels = "hlo"``, HLO ``while`` loops: parallel
 cyclic Jacobi for ``eigh`` and (one-sided, after a Householder QR) the SVD
 (``stdlib/jacobi.py``), Householder reflections for ``qr``
@@ -48,7 +50,7 @@ from hlodsl.ir.dispatcher import dispatch
 from hlodsl.arrays.dtypes import ComplexFloating, int32, int64
 from hlodsl.errors import ShapeError
 
-from . import lapack, reductions, statistics
+from . import cusolver, kernels, lapack, reductions, statistics
 from .elementwise import divide, greater, isfinite, multiply
 from .elementwise_more import _real, conj
 from .factorizations import (
@@ -79,7 +81,7 @@ def _prepare(what: str, x: Array, square: bool) -> Array:
     """``x`` checked (and float16/bfloat16 in float32); ``linalg_kernels`` checked too."""
     (a,) = _factorable(what, x)
     check_square(what, a) if square else check_matrices(what, a)
-    lapack.available()  # a backend without LAPACK under linalg_kernels='lapack' raises here
+    kernels.provider()  # linalg_kernels='lapack' on a GPU (say) raises here, in what's name
     return a
 
 
@@ -113,9 +115,14 @@ def _rows(v: Array, shape) -> Array:
 # -- eigh, eigvalsh ------------------------------------------------------------------------
 
 def _eigh_primal(a: Array) -> EighResult:
-    if not lapack.available():
+    kind = kernels.provider()
+    if kind == "hlo":
         w, v = jacobi_eigh(_hermitian_part(a))
         info = _failed(filled(0, int32, a.shape[:-2]), a)
+        return EighResult(lapack.nan_where_failed(info, w), lapack.nan_where_failed(info, v))
+    if kind == "cusolver":  # the column-major layout makes the kernel read h itself
+        v, w, info = cusolver.syevd(_hermitian_part(a))
+        info = _failed(info, a)
         return EighResult(lapack.nan_where_failed(info, w), lapack.nan_where_failed(info, v))
     # The kernel reads the row-major matrix as its transpose, conj(h): the same
     # eigenvalues, conjugated eigenvectors.
@@ -134,10 +141,14 @@ def _eigh_tangent(args, out, _, tangents) -> EighResult:
 
 
 def _eigvalsh_primal(a: Array) -> Array:
-    if not lapack.available():
+    kind = kernels.provider()
+    if kind == "hlo":
         w, _ = jacobi_eigh(_hermitian_part(a), vectors=False)
         return lapack.nan_where_failed(_failed(filled(0, int32, a.shape[:-2]), a), w)
-    _, w, info = lapack.syevd(_hermitian_part(a), vectors=False)
+    if kind == "cusolver":  # (cuSOLVER's syevd FFI always computes the vectors, as jax's)
+        _, w, info = cusolver.syevd(_hermitian_part(a))
+    else:
+        _, w, info = lapack.syevd(_hermitian_part(a), vectors=False)
     return lapack.nan_where_failed(_failed(info, a), w)
 
 
@@ -158,7 +169,8 @@ def eigh(x: Array):
 
     ``x``: ``(..., M, M)``, used as ``(x + x^H) / 2``; eigenvalues ``(..., M)``
     (real, ascending), eigenvectors ``(..., M, M)`` (columns, orthonormal), so
-    ``x = V diag(w) V^H``. LAPACK's ``syevd``/``heevd`` on CPU, else Jacobi in HLO.
+    ``x = V diag(w) V^H``. LAPACK's ``syevd``/``heevd`` on CPU, cuSOLVER's
+    ``syevd`` on a GPU, else Jacobi in HLO.
 
     >>> import numpy as np, hlodsl as hd
     >>> w, v = eigh(hd.array(np.float64([[2, 1], [1, 2]])))
@@ -199,11 +211,16 @@ def _empty_svd(a: Array, full: bool) -> SVDResult:
 def _svd_primal(a: Array, full: bool) -> SVDResult:
     if a.size == 0:
         return _empty_svd(a, full)
-    if not lapack.available():
+    kind = kernels.provider()
+    if kind == "hlo":
         info = _failed(filled(0, int32, a.shape[:-2]), a)
         return SVDResult(*(lapack.nan_where_failed(info, r) for r in jacobi_svd(a, full=full)))
-    s, u, vt, info = lapack.gesdd(lapack.to_kernel(a), "A" if full else "S")
-    u, vt, info = lapack.from_kernel(u), lapack.from_kernel(vt), _failed(info, a)
+    if kind == "cusolver":
+        s, u, vt, info = cusolver.svd(a, full)
+        info = _failed(info, a)
+    else:
+        s, u, vt, info = lapack.gesdd(lapack.to_kernel(a), "A" if full else "S")
+        u, vt, info = lapack.from_kernel(u), lapack.from_kernel(vt), _failed(info, a)
     return SVDResult(*(lapack.nan_where_failed(info, r) for r in (u, s, vt)))
 
 
@@ -247,10 +264,14 @@ def _svd_tangent(args, out, _, tangents) -> SVDResult:
 def _svdvals_primal(a: Array) -> Array:
     if a.size == 0:
         return filled(0, _real_dtype(a.dtype), a.shape[:-2] + (min(a.shape[-2:]),))
-    if not lapack.available():
+    kind = kernels.provider()
+    if kind == "hlo":
         s = jacobi_svd(a, vectors=False)[1]
         return lapack.nan_where_failed(_failed(filled(0, int32, a.shape[:-2]), a), s)
-    s, _, _, info = lapack.gesdd(lapack.to_kernel(a), "N")
+    if kind == "cusolver":
+        s, _, _, info = cusolver.svd(a, full_matrices=True, compute_uv=False)
+    else:
+        s, _, _, info = lapack.gesdd(lapack.to_kernel(a), "N")
     return lapack.nan_where_failed(_failed(info, a), s)
 
 
@@ -275,7 +296,8 @@ def svd(x: Array, full_matrices: bool = True):
     ``x``: ``(..., M, N)``, ``K = min(M, N)``; ``S``: ``(..., K)`` real,
     descending; ``full_matrices=True``: ``U`` ``(..., M, M)``, ``Vh`` ``(..., N, N)``;
     ``False``: ``(..., M, K)`` and ``(..., K, N)``. LAPACK's ``gesdd`` on CPU,
-    else one-sided Jacobi in HLO.
+    cuSOLVER's ``gesvdj`` (``gesvd`` above 1024 rows or columns) on a GPU, else
+    one-sided Jacobi in HLO.
     Derivatives need ``full_matrices=False`` unless ``M == N`` (module docstring).
 
     >>> import numpy as np, hlodsl as hd
@@ -317,9 +339,12 @@ def _qr_primal(a: Array, complete: bool) -> QRResult:
     if a.size == 0:
         q = identity(m, a.dtype, batch) if complete else filled(0, a.dtype, batch + (m, k))
         return QRResult(q, filled(0, a.dtype, batch + (q_cols, n)))
-    if not lapack.available():
+    kind = kernels.provider()
+    if kind == "hlo":
         info = _failed(filled(0, int32, batch), a)
         return QRResult(*(lapack.nan_where_failed(info, r) for r in householder_qr(a, complete)))
+    if kind == "cusolver":
+        return _qr_cusolver(a, complete)
     raw, tau = lapack.geqrf(lapack.to_kernel(a))
     r = upper(lapack.from_kernel(raw))
     if q_cols < m:
@@ -336,6 +361,22 @@ def _qr_primal(a: Array, complete: bool) -> QRResult:
     else:
         reflectors = raw
     return QRResult(lapack.from_kernel(lapack.orgqr(reflectors, tau)), r)
+
+
+def _qr_cusolver(a: Array, complete: bool) -> QRResult:
+    """jax's GPU QR (``_qr_lowering``): geqrf, then orgqr on the reflectors Q needs."""
+    batch, (m, n) = a.shape[:-2], a.shape[-2:]
+    nb = len(batch)
+    r, tau = cusolver.geqrf(a)
+    if m < n:
+        q = cusolver.orgqr(ops.Slice((0,) * (nb + 2), batch + (m, m))(r), tau)
+    elif complete:
+        pad = ops.Pad((0,) * (nb + 2), (0,) * (nb + 1) + (m - n,), (0,) * (nb + 2))
+        q = cusolver.orgqr(pad(r, lift(0, a.dtype)), tau)
+    else:
+        q = cusolver.orgqr(r, tau)
+        r = ops.Slice((0,) * (nb + 2), batch + (n, n))(r)
+    return QRResult(q, upper(r))
 
 
 def _qr_tangent(args, out, _, tangents) -> QRResult:
@@ -371,8 +412,8 @@ def qr(x: Array, mode: str = "reduced"):
     ``x``: ``(..., M, N)``, ``K = min(M, N)``; ``mode='reduced'``: ``Q``
     ``(..., M, K)``, ``R`` ``(..., K, N)``; ``'complete'``: ``(..., M, M)`` and
     ``(..., M, N)``. Householder QR (LAPACK's ``geqrf``, ``orgqr``/``ungqr``)
-    on CPU, else the same reflectors in HLO; the signs of ``R``'s diagonal are
-    LAPACK's (as numpy's) on both.
+    on CPU, cuSOLVER's on a GPU, else the same reflectors in HLO; the signs of
+    ``R``'s diagonal are LAPACK's (as numpy's) on each.
 
     >>> import numpy as np, hlodsl as hd
     >>> q, r = qr(hd.array(np.float64([[3, 1], [4, 2]])))

@@ -5,10 +5,11 @@ Array API 2025.12. Eigenvalues and eigenvectors of a real or complex
 complex128 for float64), in LAPACK's order (unspecified by the standard);
 the eigenvectors are the columns of unit 2-norm whose largest-magnitude entry
 is real (LAPACK's normalisation, numpy's and jax's too). On CPU jaxlib's
-LAPACK kernel ``geev`` computes them (``stdlib/lapack.py``); XLA has no
-instruction for a non-symmetric eigenproblem and there is no HLO fallback
-yet, so another backend (or ``hlodsl.config.linalg_kernels = "hlo"``) gets a
-``NotImplementedError``. A matrix holding an inf or NaN, or one where the QR
+LAPACK kernel ``geev`` computes them (``stdlib/lapack.py``), on a GPU
+cuSOLVER's ``geev`` as jax calls it (cuSOLVER 11.7.1 or newer;
+``stdlib/cusolver.py``); XLA has no instruction for a non-symmetric
+eigenproblem and there is no HLO fallback yet, so another backend (or
+``hlodsl.config.linalg_kernels = "hlo"``) gets a ``NotImplementedError``. A matrix holding an inf or NaN, or one where the QR
 iteration did not converge, gives NaN results, as in jax.
 
 Derivatives (forward and reverse, as jax's rules) hold where the eigenvalues
@@ -28,11 +29,11 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from hlodsl import ops
+from hlodsl import ops, runtime
 from hlodsl.arrays.array import Array
 from hlodsl.ir.dispatcher import dispatch
 
-from . import lapack
+from . import cusolver, kernels, lapack
 from .decompositions import _failed, _prepare
 from .elementwise_more import _real, conj
 from .factorizations import linear_rules, solve
@@ -48,14 +49,24 @@ EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
 
 def _geev(a: Array, vectors: bool):
-    if not lapack.available():
-        raise fail(NotImplementedError, f"linalg.{'eig' if vectors else 'eigvals'} of {a.type}: "
-                                        "a non-symmetric eigenproblem needs jaxlib's LAPACK "
-                                        "kernels (CPU backend, hlodsl.config.linalg_kernels "
-                                        "'auto' or 'lapack'); there is no HLO fallback yet")
+    what = f"linalg.{'eig' if vectors else 'eigvals'} of {a.type}"
+    kind = kernels.provider()
+    if kind == "hlo":
+        raise fail(NotImplementedError, f"{what}: a non-symmetric eigenproblem needs jaxlib's "
+                                        "LAPACK (CPU) or cuSOLVER (GPU) kernels "
+                                        "(hlodsl.config.linalg_kernels 'auto'); there is no "
+                                        "HLO fallback yet")
     if a.size == 0:  # LAPACK rejects a 0 x 0 matrix (its leading dimension must be >= 1)
         cdtype = lapack.complex_dtype(a.dtype)
         return filled(0, cdtype, a.shape[:-1]), filled(0, cdtype, a.shape)
+    if kind == "cusolver":
+        if not kernels.geev_supported():
+            raise fail(NotImplementedError, f"{what}: cuSOLVER's geev needs cuSOLVER 11.7.1 "
+                                            f"or newer, this GPU has {runtime.cusolver_version()}")
+        w, vr, info = cusolver.geev(a, vectors=vectors)
+        info = _failed(info, a)
+        return lapack.nan_where_failed(info, w), \
+            None if vr is None else lapack.nan_where_failed(info, vr)
     w, vr, info = lapack.geev(lapack.to_kernel(a), vectors=vectors)
     info = _failed(info, a)
     return lapack.nan_where_failed(info, w), lapack.nan_where_failed(info, lapack.from_kernel(vr))
@@ -113,7 +124,7 @@ def eig(x: Array):
     ``x``: ``(..., M, M)`` real or complex floating; eigenvalues ``(..., M)``
     and eigenvectors ``(..., M, M)`` (columns, unit 2-norm, largest entry real)
     are complex of ``x``'s precision, so ``x @ V = V * w[..., None, :]``.
-    LAPACK's ``geev`` on CPU; derivatives where the eigenvalues are distinct
+    LAPACK's ``geev`` on CPU, cuSOLVER's on a GPU; derivatives where the eigenvalues are distinct
     (module docstring).
 
     >>> import numpy as np, hlodsl as hd

@@ -4,10 +4,11 @@ The functions here are re-exported by ``hlodsl.stdlib.linalg`` (``xp.linalg``),
 where they belong; this module holds them so that each stays a readable size.
 XLA has no LU instruction. On CPU, ``lu_factor``, ``solve``, ``inv``,
 ``det`` and ``slogdet`` call LAPACK's ``getrf`` (and ``trsm``) through jaxlib's
-custom-call targets (``stdlib/lapack.py``); on any other backend they fall back
-to LU with partial pivoting written in HLO, one ``while`` loop over the columns
-whose body works on the whole batch at once (see docs/linalg.md). jaxlib's
-cuSOLVER targets are not used: a GPU runs the HLO loop.
+custom-call targets (``stdlib/lapack.py``); on a GPU cuSOLVER's ``getrf`` (and
+``potrf`` for ``cholesky``) as jax calls them (``stdlib/cusolver.py``), then
+HLO triangular solves; elsewhere they fall back to LU with partial pivoting
+written in HLO, one ``while`` loop over the columns whose body works on the
+whole batch at once (see docs/linalg.md). ``stdlib/kernels.py`` picks.
 
 >>> import numpy as np, hlodsl as hd
 >>> A = hd.array(np.float64([[0, 2], [1, 1]]))
@@ -29,10 +30,10 @@ from hlodsl.errors import ShapeError
 from hlodsl.transforms.autodiff import vjp
 from hlodsl.transforms.custom import custom_jvp, custom_vjp
 
-from . import lapack
+from . import cusolver, kernels, lapack
 from .broadcasting import broadcast_shapes, broadcast_to
 from .elementwise import add, log, multiply
-from .elementwise_more import conj
+from .elementwise_more import _real, conj
 from .lu_loop import lu_loop, lu_solve, permutation
 from .manipulation import fail
 from .matrices import filled, identity, magnitude, main_diagonal, mm, mt, sum_exact, triangle_mask
@@ -104,8 +105,11 @@ def cholesky(x: Array, upper: bool = False):
     dtype = x.dtype
     (a,) = _factorable("cholesky", x)
     check_square("cholesky", a)
-    low = ops.Cholesky(lower=True)(a)
-    low = ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
+    if kernels.provider() == "cusolver" and a.size:
+        low = _cholesky_cusolver(a)
+    else:
+        low = ops.Cholesky(lower=True)(a)
+        low = ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
     if upper:
         low = conj(ops.Transpose(tuple(range(low.ndim - 2)) + (low.ndim - 1, low.ndim - 2))(low))
     return lift(low, dtype)
@@ -152,6 +156,39 @@ def linear_rules(primal, residual, tangent):
     return custom_jvp(reverse.defvjp(fwd, bwd)).defjvp(jvp_rule)
 
 
+# -- Cholesky on cuSOLVER (HLO's cholesky, XLA's expander, elsewhere) -----------------------
+
+def _cholesky_primal(a: Array) -> Array:
+    low, info = cusolver.potrf(a, lower=True)  # reads the lower triangle, as ops.Cholesky
+    low = lapack.nan_where_failed(info, low)
+    return ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
+
+
+def _phi(x: Array) -> Array:
+    """The lower triangle of ``x`` with its diagonal halved."""
+    lower, upper = triangle_mask(x.shape, True), triangle_mask(x.shape, False)
+    half = ops.Multiply()(x, filled(0.5, x.dtype, x.shape))
+    return ops.Select()(ops.And()(lower, upper), half,
+                        ops.Select()(lower, x, filled(0, x.dtype, x.shape)))
+
+
+def _cholesky_tangent(args, low, _, tangents):
+    # dL = L Phi(L^-1 dS L^-H) (jax's _cholesky_jvp_rule), dS the Hermitian matrix of
+    # dA's lower triangle, the triangle cholesky reads (of its diagonal, the real part).
+    da = tangents[0]
+    zero = filled(0, da.dtype, da.shape)
+    lower, upper = triangle_mask(da.shape, True), triangle_mask(da.shape, False)
+    strict = ops.Select()(upper, zero, da)
+    diagonal = ops.Select()(ops.And()(lower, upper), lift(_real(da), da.dtype), zero)
+    ds = ops.Add()(ops.Add()(strict, conj(mt(strict))), diagonal)
+    x = ops.TriangularSolve(left_side=True, lower=True)(low, ds)
+    y = ops.TriangularSolve(left_side=False, lower=True, transpose_a="ADJOINT")(low, x)
+    return mm(low, _phi(y))
+
+
+_cholesky_cusolver = linear_rules(_cholesky_primal, lambda args, out: None, _cholesky_tangent)
+
+
 # -- LU: LAPACK's getrf on CPU, an HLO while loop elsewhere -------------------------------
 
 def _lu(a: Array):
@@ -160,11 +197,25 @@ def _lu(a: Array):
     rows = ops.Iota(int32, vec, len(vec) - 1)()
     if a.size == 0:  # nothing to factor (and no column for the loop body to slice)
         return a, rows, rows
-    if lapack.available():
+    kind = kernels.provider()
+    if kind == "cusolver":
+        return _lu_cusolver(a)
+    if kind == "lapack":
         raw, ipiv, _ = lapack.getrf(lapack.to_kernel(a))
         piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))  # LAPACK counts from 1
         return lapack.from_kernel(raw), piv, permutation(piv)
     return lu_loop(a)
+
+
+def _lu_cusolver(a: Array):
+    """cuSOLVER's getrf as jax calls it: 0-based pivots, NaN where it failed (``info <
+    0``; a singular matrix is not a failure), the permutation by cuSOLVER's kernel."""
+    lu, ipiv, info = cusolver.getrf(a)
+    piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))
+    failed = ops.Compare("LT")(info, filled(0, int32, info.shape))
+    lu = ops.Select()(ops.Broadcast(lu.shape, tuple(range(info.ndim)))(failed),
+                      filled(float("nan"), lu.dtype, lu.shape), lu)
+    return lu, piv, cusolver.pivots_to_permutation(piv, a.shape[-2])
 
 
 @dispatch
@@ -179,8 +230,8 @@ def lu_factor(x: Array):
     ``pivots[i]`` at step ``i``; ``permutation`` (int32) is the resulting row
     order. Pivots are the first row of largest ``|re| + |im|`` on or below the
     diagonal. Singular matrices factor without error (a zero on ``U``'s diagonal).
-    On CPU this is LAPACK's ``getrf``; elsewhere an HLO ``while`` loop. It has
-    no derivative rule.
+    On CPU this is LAPACK's ``getrf``, on a GPU cuSOLVER's; elsewhere an HLO
+    ``while`` loop. It has no derivative rule.
 
     >>> import numpy as np, hlodsl as hd
     >>> f = lu_factor(hd.array(np.float64([[1, 2], [3, 4]])))
@@ -260,6 +311,8 @@ def _inverse(args, out):
     # The differentiable inverse, not _inv_primal: a second derivative differentiates
     # this residual too (LAPACK's call has no rule of its own, so it would count as a
     # constant and drop d(A^-1) from the Hessian).
+    if kernels.provider() == "cusolver":
+        return _inv_cusolver(args[0])
     return _inv_lapack(args[0])
 
 
@@ -276,6 +329,20 @@ _solve_lapack = linear_rules(_solve_primal, _inverse, _solve_tangent)
 _inv_lapack = linear_rules(_inv_primal, lambda args, out: None, _inv_tangent)
 
 
+def _solve_cusolver_primal(a: Array, b: Array) -> Array:
+    # jax's GPU solve: getrf, the rows of b permuted, two HLO triangular solves (cuBLAS).
+    lu, _, perm = _lu_cusolver(a)
+    return lu_solve(lu, perm, b)
+
+
+def _inv_cusolver_primal(a: Array) -> Array:
+    return _solve_cusolver_primal(a, identity(a.shape[-1], a.dtype, a.shape[:-2]))
+
+
+_solve_cusolver = linear_rules(_solve_cusolver_primal, _inverse, _solve_tangent)
+_inv_cusolver = linear_rules(_inv_cusolver_primal, lambda args, out: None, _inv_tangent)
+
+
 @dispatch
 def solve(x1: Array, x2: Array):
     """Solve ``x1 @ x = x2`` for ``x``; ``x1`` is ``(..., M, M)``.
@@ -283,7 +350,8 @@ def solve(x1: Array, x2: Array):
     ``x2`` is one vector ``(M,)`` (the result is ``(..., M)``) or a stack of
     right-hand sides ``(..., M, K)`` whose batch dims broadcast with x1's (the
     2023.12 rule). LU with partial pivoting, then triangular solves: on CPU
-    LAPACK's ``getrf`` of ``[x1 | x2]`` and one ``trsm``. A singular ``x1``
+    LAPACK's ``getrf`` of ``[x1 | x2]`` and one ``trsm``, on a GPU cuSOLVER's
+    ``getrf`` and two HLO triangular solves (as jax). A singular ``x1``
     raises no error: the result holds infs or NaNs. Differentiable in both
     arguments (``dx = x1^-1 (dx2 - dx1 x)``).
 
@@ -296,8 +364,11 @@ def solve(x1: Array, x2: Array):
     a, b = _factorable("solve", x1, x2)
     check_square("solve", a)
     a, b, vector = _as_columns("solve", a, b)
-    if lapack.available() and a.size and b.size:
+    kind = kernels.provider()
+    if kind == "lapack" and a.size and b.size:
         out = _solve_lapack(a, b)
+    elif kind == "cusolver" and a.size and b.size:
+        out = _solve_cusolver(a, b)
     else:
         lu, _, perm = _lu(a)
         out = lu_solve(lu, perm, b)
@@ -320,8 +391,11 @@ def inv(x: Array):
     dtype = x.dtype
     (a,) = _factorable("inv", x)
     check_square("inv", a)
-    if lapack.available() and a.size:
+    kind = kernels.provider()
+    if kind == "lapack" and a.size:
         return lift(_inv_lapack(a), dtype)
+    if kind == "cusolver" and a.size:
+        return lift(_inv_cusolver(a), dtype)
     lu, _, perm = _lu(a)
     return lift(lu_solve(lu, perm, identity(a.shape[-1], a.dtype, a.shape[:-2])), dtype)
 
@@ -334,7 +408,12 @@ def _plus_zero(x: Array) -> Array:
 
 def _det_factors(a: Array):
     """``(diagonal of U, +-1 of the row permutation)`` of square ``a`` (non-empty)."""
-    if lapack.available():
+    kind = kernels.provider()
+    if kind == "cusolver":  # as jax: getrf alone (the permutation is not needed)
+        raw, ipiv, _ = cusolver.getrf(a)
+        piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))
+        d = main_diagonal(raw)
+    elif kind == "lapack":
         # det(A) = det(A^T): factor the transpose the kernel sees for free.
         raw, ipiv, _ = lapack.getrf(a)
         piv = ops.Subtract()(ipiv, filled(1, int32, ipiv.shape))

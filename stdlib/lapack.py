@@ -27,10 +27,10 @@ these kernels fill the affected matrices' results with NaN, as jax does
 (``nan_where_failed``); a singular matrix is not a failure of ``getrf``.
 
 These targets exist only on the CPU backend: ``available()`` says whether
-the runtime's platform has them and ``hlodsl.config.linalg_kernels`` allows
-them (jaxlib's cuSOLVER targets on GPU are not used; other backends, and
-``linalg_kernels = "hlo"``, get the HLO fallbacks of the callers:
-``lu_loop.py``, ``jacobi.py``, ``householder.py``).
+they are staged now (``stdlib/kernels.py`` picks, by the platform staged for
+and ``hlodsl.config.linalg_kernels``); a GPU gets jaxlib's cuSOLVER targets
+(``stdlib/cusolver.py``), other backends and ``linalg_kernels = "hlo"`` the
+HLO fallbacks of the callers: ``lu_loop.py``, ``jacobi.py``, ``householder.py``.
 
 >>> import numpy as np, hlodsl as hd
 >>> a = hd.array(np.float64([[4, 3], [6, 3]]))
@@ -48,12 +48,11 @@ from functools import partial
 import attrs
 import numpy as np
 
-from hlodsl import ops, runtime
+from hlodsl import ops
 from hlodsl.arrays.array import Array
 from hlodsl.arrays.dtypes import complex64, complex128, float32, float64, int32
 from hlodsl.ir.op import frozen
 from hlodsl.ir.rules import batch_rule
-from hlodsl.settings import LINALG_KERNELS, config
 from hlodsl.arrays.types import ArrayType, TupleType
 
 from .manipulation import fail
@@ -73,13 +72,11 @@ def complex_dtype(dtype):
 
 
 def available() -> bool:
-    """Whether ``xp.linalg`` stages LAPACK calls (else its HLO loops), by ``config.linalg_kernels``.
+    """Whether ``xp.linalg`` stages LAPACK calls now: ``kernels.provider() == "lapack"``.
 
-    ``"auto"``: where the runtime's backend runs jaxlib's LAPACK targets (its
-    CPU backend does; ``hlodsl.runtime`` binds them, the one module that talks
-    to jaxlib); ``"hlo"``: never; ``"lapack"``: always, and a
-    ``NotImplementedError`` on a backend without them. Every caller asks while
-    staging, so the setting applies to what is staged after it changes.
+    ``hlodsl.config.linalg_kernels`` ``"auto"`` picks them when staging for the
+    CPU (where this jaxlib can bind them), ``"hlo"`` never, ``"lapack"`` always, and
+    raises ``NotImplementedError`` for another platform (``stdlib/kernels.py``).
 
     >>> import hlodsl as hd
     >>> hd.config.linalg_kernels = "hlo"
@@ -87,19 +84,9 @@ def available() -> bool:
     False
     >>> hd.config.linalg_kernels = "auto"
     """
-    kernels = config.linalg_kernels
-    if kernels not in LINALG_KERNELS:  # set around Config's check (object.__setattr__)
-        raise fail(ValueError, f"hlodsl.config.linalg_kernels: must be one of "
-                               f"{', '.join(map(repr, LINALG_KERNELS))}, got {kernels!r}")
-    if kernels == "hlo":
-        return False
-    usable = runtime.lapack_kernels()
-    if kernels == "lapack" and not usable:
-        raise fail(NotImplementedError, "hlodsl.config.linalg_kernels = 'lapack', but jaxlib's "
-                                        "LAPACK kernels exist only on the CPU backend (of a "
-                                        "jaxlib that can bind them) and this is "
-                                        f"{runtime.platform()!r}; use 'auto' or 'hlo'")
-    return usable
+    from .kernels import provider
+
+    return provider() == "lapack"
 
 
 @frozen

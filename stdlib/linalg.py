@@ -5,9 +5,11 @@ under ``hd.compile`` alike, batched over leading dimensions where the
 standard says ``(..., M, M)``. XLA has no LU, eigen-, SVD or QR instruction:
 on CPU ``solve``, ``inv``, ``det``, ``slogdet`` and ``lu_factor`` call LAPACK's
 ``getrf`` (elsewhere an HLO ``while`` loop: factorizations.py), and ``eigh``,
-``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv`` and ``matrix_rank`` call
-LAPACK (elsewhere HLO loops: decompositions.py), ``eig`` and ``eigvals``
-LAPACK's ``geev`` (CPU only: eig.py); see docs/linalg.md.
+``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``, ``lstsq`` and
+``matrix_rank`` call LAPACK (elsewhere HLO loops: decompositions.py), ``eig``
+and ``eigvals`` LAPACK's ``geev`` (CPU and GPU only: eig.py); on a GPU each
+calls cuSOLVER's kernels instead, as jax does (``stdlib/kernels.py`` picks);
+see docs/linalg.md.
 
 >>> import numpy as np, hlodsl as hd
 >>> import hlodsl.stdlib as xp
@@ -37,6 +39,7 @@ from .decompositions import (
     svd, svdvals,
 )
 from .eig import EigResult, eig, eigvals
+from .least_squares import LstsqResult, lstsq
 from .elementwise import add, maximum, minimum, multiply, sqrt
 from .elementwise_more import conj
 from .factorizations import (
@@ -51,8 +54,8 @@ __all__ = [
     "matmul", "matrix_transpose", "tensordot", "vecdot", "outer", "cross", "diagonal", "trace",
     "vector_norm", "matrix_norm", "matrix_power", "cholesky", "solve", "inv", "det", "slogdet",
     "solve_triangular", "lu_factor", "eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals", "qr",
-    "pinv", "matrix_rank", "SlogdetResult", "LUFactor", "EigResult", "EighResult", "SVDResult",
-    "QRResult",
+    "pinv", "matrix_rank", "lstsq", "SlogdetResult", "LUFactor", "EigResult", "EighResult",
+    "SVDResult", "QRResult", "LstsqResult",
 ]
 
 _MATVEC = ops.Dot(lhs_contracting=(1,), rhs_contracting=(0,))

@@ -196,6 +196,23 @@ def dot(a, b, out=None):
     return xp.tensordot(a, b, axes=((a.ndim - 1,), (max(b.ndim - 2, 0),)))
 
 
+@_implements("einsum")
+def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
+    """numpy's einsum (either form: subscripts or interleaved sublists), by ``xp.einsum``.
+
+    ``optimize=False`` (numpy's default) contracts left to right; hlodsl has no
+    single nested loop over every operand as numpy's unoptimised einsum does."""
+    refuse("numpy.einsum", out=out)
+    _order("einsum", order)
+    return xp.einsum(*operands, optimize=optimize, preferred_element_type=dtype)
+
+
+@_implements("einsum_path")
+def einsum_path(*operands, optimize="greedy", einsum_call=False):
+    refuse("numpy.einsum_path", einsum_call=(einsum_call, False))
+    return xp.einsum_path(*operands, optimize=optimize)
+
+
 @_implements("outer")
 def outer(a, b, out=None):
     refuse("numpy.outer", out=out)

@@ -7,13 +7,18 @@ to the operators too. Eagerly, an operator whose arguments' types it has seen
 goes straight to their compiled module (``hlodsl.transforms.eager.FastPath``),
 without plum's dispatch; a method added to the generic since, staging and
 derivatives take the generic again.
+
+A jax array combines with an hlodsl array into an hlodsl array, in either order:
+it is adopted as an hlodsl array (its device buffer, without a copy: both are
+immutable), as a numpy array or a Python number would be (docs/interop.md).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hlodsl.arrays.array import Array
+from hlodsl.arrays.array import Array, array
+from hlodsl.arrays.tree import is_jax_array
 from hlodsl.errors import NoMethodError
 from hlodsl.transforms.eager import MISS, FastPath
 
@@ -48,6 +53,11 @@ def _refused(fn, symbol: str, reflected: str, self: Array, other):
                           "array")
 
 
+def _adopted(other):
+    """A jax array as an hlodsl array (its buffer, no copy); anything else as it is."""
+    return array(other) if is_jax_array(other) else other
+
+
 def _binary(fn, symbol: str, reflected: str):
     # Eagerly, a type signature seen before goes straight to its compiled module
     # (FastPath); the first call, staging and derivatives take the generic.
@@ -59,6 +69,7 @@ def _binary(fn, symbol: str, reflected: str):
         out = binary(self, other)
         if out is not MISS:
             return out
+        other = _adopted(other)
         try:
             out = fn(self, other)
         except NoMethodError:
@@ -73,6 +84,7 @@ def _binary(fn, symbol: str, reflected: str):
         out = binary(other, self)
         if out is not MISS:
             return out
+        other = _adopted(other)
         try:
             out = fn(other, self)
         except NoMethodError:
@@ -122,6 +134,7 @@ def _equality(fn):
         out = fast((self, other))
         if out is not MISS:
             return out
+        other = _adopted(other)
         out = fn(self, other)
         fast.learn((self, other))
         return out

@@ -960,6 +960,27 @@ case("ops", "CustomCall-layout-not-permutation",
 case("ops", "CustomCall-side-effect-string",
      lambda: ops.CustomCall("t", hd.ArrayType(hd.float32, (3,)), has_side_effect="yes"), TE,
      w("CustomCall"), w("has_side_effect"), r"True or False|bool", op="CustomCall")
+# A Python function called from the program (ops/host_callback.py, transforms/callbacks.py).
+case("ops", "HostCallback-callback-not-callable", lambda: ops.HostCallback(3), TE,
+     w("HostCallback"), w("callback"), CALLABLE, op="HostCallback")
+case("ops", "HostCallback-out-types-string", lambda: ops.HostCallback(np.sin, ("f32[3]",)), TE,
+     w("HostCallback"), w("out_types"), r"ArrayType", op="HostCallback")
+case("ops", "HostCallback-ordered-without-token",
+     lambda: hd.compile(lambda x: ops.HostCallback(np.sin, (), ordered=True)(x))(F3), SE,
+     w("HostCallback"), T("f32", 3), r"token", op="HostCallback")
+case("transforms", "pure_callback-spec-without-dtype",
+     lambda: hd.pure_callback(np.sin, 3, F3), TE,
+     w("pure_callback"), w("result_shape_dtypes"), r"shape and a dtype")
+case("transforms", "pure_callback-wrong-result-dtype",
+     lambda: hd.compile(lambda x: hd.pure_callback(lambda v: v * 2.0, np.empty(3, np.float32),
+                                                   x.astype(np.float64)))(F3), TE,
+     r"pure_callback", r"float64", T("f32", 3), r"element types must match")
+case("transforms", "pure_callback-vmap-without-method",
+     lambda: hd.vmap(lambda x: hd.pure_callback(np.sin, np.empty((), np.float32), x))(F3),
+     NotImplementedError, r"vmap", w("vmap_method"), r"sequential")
+case("transforms", "debug_print-format-needs-more-arguments",
+     lambda: hd.debug_print("{} and {}", F3), IE, w("debug_print"), r"\{\} and \{\}",
+     r"1 positional")
 # A target hlodsl calls itself (stdlib/lapack.py registers what its kernels write).
 case("ops", "CustomCall-lapack-result-larger-than-written",
      lambda: ops.CustomCall("lapack_spotrf_ffi", (hd.ArrayType(hd.float32, (64, 64)),

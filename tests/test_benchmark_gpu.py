@@ -31,8 +31,8 @@ def test_quick_rows_give_positive_finite_times(quick):
     assert quick["errors"] == {}
     assert quick["device"].startswith(("cpu", "gpu", "cuda"))
     cases = [r["case"] for r in quick["rows"]]
-    # one row each, two for GEMM (bf16, f32), five for linalg
-    assert len(cases) == 1 + 2 + 1 + 1 + 1 + 5, cases
+    # one row each, two for GEMM (bf16, f32), ten for linalg
+    assert len(cases) == 1 + 2 + 1 + 1 + 1 + 10, cases
     assert any("bf16" in c for c in cases) and any("cholesky" in c for c in cases)
     for r in quick["rows"]:
         for key in ("ours_s", "peer_s", "ratio"):

@@ -163,3 +163,17 @@ def test_the_fast_path_table_is_bounded():
             assert 0 < len(fast.table) <= limit
     finally:
         hd.config.eager_module_signatures = kept
+
+
+def test_a_jax_array_with_an_hlodsl_array_is_an_hlodsl_array_in_either_order():
+    import jax.numpy as jnp
+
+    a = hd.array(np.float32([1, 2]))
+    j = jnp.asarray(np.float32([3, 4]))
+    for got, want in [(a + j, [4, 6]), (j + a, [4, 6]), (j - a, [2, 2]), (a * j, [3, 8]),
+                      (j / a, [3, 2]), (j @ a, 11), (j ** a, [3, 16]), (j < a, [0, 0]),
+                      (j == a, [0, 0]), (a != j, [1, 1])]:
+        assert isinstance(got, hd.Array), type(got)
+        np.testing.assert_array_equal(np.asarray(got), want)
+    assert isinstance(hd.compile(lambda x: j * x + x)(a), hd.Array)  # a constant, staged
+    assert type(jnp.asarray(a)) is type(j)  # jax still reads one for its own functions

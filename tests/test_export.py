@@ -322,3 +322,28 @@ def test_an_imported_artifact_keeps_the_sign_of_a_negative_zero_constant():
     exported = hd.export(lambda x: x * -0.0, hd.ArrayType(F32, (2,)))
     got = hd.import_hlo(exported)(hd.array(np.float32([1, 2])))
     assert np.signbit(np.asarray(got)).all()
+
+
+def test_donation_is_kept_and_a_call_of_either_form_consumes_the_donated_arrays():
+    compiled = hd.compile(train_step, donate_argnums=0)
+    rng = np.random.default_rng(5)
+    params = hd.tree_map(hd.array, _params(rng))
+    batch = tuple(map(hd.array, _inputs(6)[1]))
+    exported = hd.export(compiled, params, batch, 0.125)
+    assert exported.donated == (0, 1, 2)  # the params' arrays, which the results replace
+    back = hd.deserialize(exported.serialize())
+    assert back.donated == exported.donated
+    want, _ = hd.compile(train_step)(params, batch, 0.125)
+    for program in (exported, back):
+        given = hd.tree_map(lambda a: hd.array(np.asarray(a)), params)
+        new, _ = program(given, batch, 0.125)
+        for got, expected in zip(hd.tree_leaves(new), hd.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-6)
+        with pytest.raises(hd.DonatedArrayError, match="exported"):
+            np.asarray(given["layers"][0]["w"])
+        assert program._executable().memory_stats()["alias_size_in_bytes"] > 0
+    axpy = hd.export(hd.compile(lambda w, x: w + x, donate_argnums=0),
+                     hd.ArrayType(F32, (2,)), hd.ArrayType(F32, (2,)))
+    a = hd.array(np.float32([1, 2]))
+    with pytest.raises(ValueError, match="donated argument w is also passed"):
+        axpy(a, a)

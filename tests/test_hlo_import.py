@@ -280,3 +280,14 @@ def test_malformed_text_gets_a_clear_error(text, match):
 def test_something_else_is_refused():
     with pytest.raises(hd.HloImportError, match="takes HLO text"):
         hd.import_hlo(42)
+
+
+def test_imported_functions_take_numpy_and_jax_arrays_and_numbers_as_compiled_ones_do():
+    w, x = normal(51, 2, 3), normal(52, 3)
+    f = hd.from_jax(lambda p, x, s: jnp.tanh(p["w"] @ x) * s, {"w": w}, x, np.float32(2))
+    want = np.tanh(w @ x) * 3
+    close(f({"w": w}, x, 3.0), want)  # numpy arrays, and a Python float for an f32 scalar
+    close(f({"w": jnp.asarray(w)}, hd.array(x), np.float32(3)), want)  # a jax array too
+    close(hd.compile(lambda w: f({"w": w}, x, 3))(hd.array(w)), want)  # inside staging
+    with pytest.raises(TypeError, match=r"argument 0 must be f32\[2,3\], got f64\[2,3\]"):
+        f({"w": w.astype(np.float64)}, x, 3.0)  # converted as it is, not cast

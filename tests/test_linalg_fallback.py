@@ -18,7 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from ad_harness import random_array as _random
-from hlodsl.stdlib import jacobi, lapack
+from hlodsl import runtime
+from hlodsl.ir.target import staging_platform
+from hlodsl.stdlib import cusolver, jacobi, kernels, lapack
 from hlodsl.stdlib import linalg as la
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -349,27 +351,77 @@ def test_staged_modules_are_while_loops_without_lapack():
     assert size(6) == size(40)
 
 
+@pytest.mark.cpu_only(reason="'auto' means LAPACK on the CPU (a GPU: the twin below)")
 def test_the_default_keeps_lapack_on_cpu():
     assert Config().linalg_kernels == "auto"
     hd.config.linalg_kernels = "auto"
-    assert lapack.available()
+    assert lapack.available() and kernels.provider() == "lapack"
     for f in (la.eigh, la.svd, la.qr, la.det):
         assert "lapack_" in hd.code_hlo(f, hd.array(np.eye(3)))
     hd.config.linalg_kernels = "lapack"
     assert "lapack_" in hd.code_hlo(la.svdvals, hd.array(np.eye(3)))
 
 
+def test_the_default_uses_cusolver_for_a_gpu():
+    """Staged for a GPU ("auto"), here or on one: cuSOLVER's targets, no LAPACK's."""
+    hd.config.linalg_kernels = "auto"
+    seen = []
+    hd.code_hlo(lambda a: seen.append((kernels.provider(), lapack.available())) or a,
+                hd.ArrayType(hd.float64, (2,)), platform="gpu")
+    assert seen == [("cusolver", False)]
+    live = kernels.provider()
+    with staging_platform("gpu"):  # outside staging: the runtime's kernels
+        assert kernels.provider() == live
+    for f in (la.eigh, la.svd, la.qr, la.det, la.cholesky):
+        text = hd.code_hlo(f, hd.ArrayType(hd.float64, (3, 3)), platform="gpu")
+        assert "cusolver_" in text and "lapack_" not in text
+    hd.config.linalg_kernels = "hlo"
+    text = hd.code_hlo(la.svdvals, hd.ArrayType(hd.float64, (3, 3)), platform="gpu")
+    assert "while(" in text and "cusolver_" not in text
+
+
+def test_the_default_uses_cusolver_on_gpu():
+    if runtime.platform() != "gpu":
+        pytest.skip("runs on a GPU: 'auto' means cuSOLVER there (staged for one: the test above)")
+    hd.config.linalg_kernels = "auto"
+    assert kernels.provider() == "cusolver"
+    for f in (la.eigh, la.svd, la.qr, la.det):
+        assert "cusolver_" in hd.code_hlo(f, hd.array(np.eye(3)))
+
+
 def test_the_switch_is_validated():
-    with pytest.raises(ValueError, match="linalg_kernels: must be one of 'auto', 'hlo', 'lapack'"):
-        hd.config.linalg_kernels = "cusolver"
+    with pytest.raises(ValueError, match="linalg_kernels: must be one of 'auto', 'hlo', "
+                                         "'lapack', 'cusolver'"):
+        hd.config.linalg_kernels = "magma"
     assert hd.config.linalg_kernels == "hlo"
 
 
 def test_lapack_on_a_backend_without_it_says_so(monkeypatch):
     hd.config.linalg_kernels = "lapack"
-    monkeypatch.setattr(lapack.runtime, "platform", lambda: "tpu")
+    monkeypatch.setattr(runtime, "platform", lambda: "tpu")
     with pytest.raises(NotImplementedError, match="LAPACK kernels exist only on the CPU"):
         lapack.available()
+    with pytest.raises(NotImplementedError, match="LAPACK kernels exist only on the CPU"):
+        hd.code_hlo(la.det, hd.ArrayType(hd.float64, (2, 2)), platform="gpu")
+
+
+def test_cusolver_where_there_is_none_says_so():
+    hd.config.linalg_kernels = "cusolver"
+    if runtime.platform() == "gpu":
+        pytest.skip("this machine has the GPU: cuSOLVER is there")
+    with pytest.raises(NotImplementedError, match="cuSOLVER kernels exist only on a CUDA GPU"):
+        la.eigh(hd.array(np.eye(2)))
+    # staged for a GPU it is what is asked for
+    assert "cusolver_syevd_ffi" in hd.code_hlo(la.eigh, hd.ArrayType(hd.float64, (2, 2)),
+                                               platform="gpu")
+
+
+def _native():
+    """The module of the kernels "auto" stages here, and the routines eigh, svd and qr call."""
+    hd.config.linalg_kernels = "auto"
+    if kernels.provider() == "cusolver":
+        return cusolver, ("syevd", "svd", "geqrf")
+    return lapack, ("syevd", "gesdd", "geqrf")
 
 
 def test_eager_calls_follow_the_switch(monkeypatch):
@@ -378,8 +430,9 @@ def test_eager_calls_follow_the_switch(monkeypatch):
     def counted(real):
         return lambda *a, **k: calls.append(1) or real(*a, **k)
 
-    for name in ("syevd", "gesdd", "geqrf"):
-        monkeypatch.setattr(lapack, name, counted(getattr(lapack, name)))
+    module, names = _native()
+    for name in names:
+        monkeypatch.setattr(module, name, counted(getattr(module, name)))
     a = hd.array(np.float64([[2, 1], [1, 2]]))
     for kernels, used in (("auto", True), ("hlo", False), ("auto", True)):
         hd.config.linalg_kernels = kernels
@@ -392,8 +445,9 @@ def test_eager_calls_follow_the_switch(monkeypatch):
 
 def test_compiled_functions_and_eager_vmap_follow_the_switch(monkeypatch):
     calls = []
-    real = lapack.syevd
-    monkeypatch.setattr(lapack, "syevd", lambda *a, **k: calls.append(1) or real(*a, **k))
+    module, _ = _native()
+    real = module.syevd
+    monkeypatch.setattr(module, "syevd", lambda *a, **k: calls.append(1) or real(*a, **k))
     f = hd.compile(lambda a: la.eigvalsh(a) * 2)
     batched = hd.vmap(la.eigvalsh)
     a = hd.array(np.float64([[2, 1], [1, 2]]))

@@ -10,7 +10,7 @@ against numpy's (LAPACK picks both signs alike). Derivatives (float64 and
 complex128) are checked against ``jax.grad``/``jax.jvp`` of the same
 functions, with gauge-invariant losses for eigenvectors and singular vectors.
 The HLO fallback (for backends without LAPACK targets) is checked by switching
-``lapack.available`` off.
+``kernels.provider`` to "hlo".
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hlodsl.stdlib import lapack
+from hlodsl.stdlib import kernels, lapack
 from hlodsl.stdlib import linalg as la
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -252,7 +252,7 @@ def test_lu_functions_agree_with_and_without_lapack(monkeypatch, dtype):
     b = _random(rng, (2, 4, 3), dtype)
     want = {"det": np.linalg.det(a), "inv": np.linalg.inv(a), "solve": np.linalg.solve(a, b)}
     for lapack_on in (True, False):
-        monkeypatch.setattr(lapack, "available", lambda on=lapack_on: on)
+        monkeypatch.setattr(kernels, "provider", lambda on=lapack_on: "lapack" if on else "hlo")
         close(la.det(hd.array(a)), want["det"], dtype, 10)
         close(la.inv(hd.array(a)), want["inv"], dtype, 10)
         close(la.solve(hd.array(a), hd.array(b)), want["solve"], dtype, 10)
@@ -267,7 +267,7 @@ def test_lu_functions_agree_with_and_without_lapack(monkeypatch, dtype):
 
 def test_decompositions_fall_back_to_hlo_loops(monkeypatch):
     # tests/test_linalg_fallback.py checks the fallback itself (Jacobi, Householder)
-    monkeypatch.setattr(lapack, "available", lambda: False)
+    monkeypatch.setattr(kernels, "provider", lambda: "hlo")
     for name in ("eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "matrix_rank"):
         text = hd.code_hlo(getattr(la, name), hd.array(np.eye(2)))
         assert "while(" in text and "lapack_" not in text

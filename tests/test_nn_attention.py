@@ -140,3 +140,60 @@ def test_mask_must_be_bool():
     q = hd.array(np.zeros((1, 2, 1, 4), np.float32))
     with pytest.raises(TypeError, match="dot_product_attention: mask must be bool"):
         nn.dot_product_attention(q, q, q, mask=hd.array(np.ones((1, 1, 2, 2), np.float32)))
+
+
+# -- implementation=: cuDNN's fused kernel staged for a GPU, the composite elsewhere ------
+
+def _custom_calls(text: str) -> list[str]:
+    return [ln.split('custom_call_target="')[1].split('"')[0] for ln in text.splitlines()
+            if "custom-call(" in ln]
+
+
+def test_the_default_is_cudnn_staged_for_a_gpu_and_the_composite_where_cudnn_cannot_run():
+    bf16 = hd.ArrayType(hd.bfloat16, (2, 64, 4, 32))
+    kv = hd.ArrayType(hd.bfloat16, (2, 48, 2, 32))  # grouped heads, S != T
+    gpu = hd.code_hlo(nn.dot_product_attention, bf16, kv, kv, platform="gpu")
+    assert _custom_calls(gpu) == ["__cudnn$fmhaSoftmax"] and '\\"mask_type\\": \\"NO_MASK\\"' in gpu
+    causal = hd.code_hlo(lambda q, k, v: nn.dot_product_attention(q, k, v, is_causal=True),
+                         bf16, kv, kv, platform="gpu")
+    assert '\\"mask_type\\": \\"CAUSAL\\"' in causal
+    grad = hd.code_hlo(hd.grad(lambda q, k, v: hd.stdlib.sum(hd.stdlib.astype(
+        nn.dot_product_attention(q, k, v), hd.float32)), argnums=(0, 1, 2)), bf16, kv, kv,
+        platform="gpu")
+    assert _custom_calls(grad) == ["__cudnn$fmhaSoftmax", "__cudnn$fmhaSoftmaxBackward"]
+    # where cuDNN cannot run: the composite (no custom call), as "xla" always is
+    f32 = hd.ArrayType(hd.float32, (2, 64, 4, 32))
+    odd_h = hd.ArrayType(hd.bfloat16, (1, 16, 2, 12))
+    mask = hd.ArrayType(hd.bool_, (1, 1, 64, 48))
+    for args in ((f32, f32, f32), (odd_h, odd_h, odd_h)):
+        assert not _custom_calls(hd.code_hlo(nn.dot_product_attention, *args, platform="gpu"))
+    masked = hd.code_hlo(lambda q, k, v, m: nn.dot_product_attention(q, k, v, mask=m),
+                         bf16, kv, kv, mask, platform="gpu")
+    assert not _custom_calls(masked)
+    xla = hd.code_hlo(lambda q, k, v: nn.dot_product_attention(q, k, v, implementation="xla"),
+                      bf16, kv, kv, platform="gpu")
+    assert not _custom_calls(xla)
+    assert not _custom_calls(hd.code_hlo(nn.dot_product_attention, bf16, kv, kv))  # this CPU
+
+
+def test_cudnn_where_it_cannot_run_says_why():
+    q = hd.array(np.ones((1, 8, 2, 16), np.float32))
+    with pytest.raises(NotImplementedError, match="it runs on a CUDA GPU, and this stages for"):
+        nn.dot_product_attention(q, q, q, implementation="cudnn")
+    f32 = hd.ArrayType(hd.float32, (1, 8, 2, 16))
+    with pytest.raises(NotImplementedError, match="bfloat16 or float16"):
+        hd.code_hlo(lambda q: nn.dot_product_attention(q, q, q, implementation="cudnn"), f32,
+                    platform="gpu")
+    big = hd.ArrayType(hd.bfloat16, (1, 8, 2, 264))
+    with pytest.raises(NotImplementedError, match="multiple of 8 and at most 256"):
+        hd.code_hlo(lambda q: nn.dot_product_attention(q, q, q, implementation="cudnn"), big,
+                    platform="gpu")
+    with pytest.raises(ValueError, match="implementation must be None, 'cudnn' or 'xla'"):
+        nn.dot_product_attention(q, q, q, implementation="flash")
+
+
+def test_cudnn_scale_and_rank_3_inputs_reach_the_call():
+    q3 = hd.ArrayType(hd.float16, (32, 4, 64))  # (T, N, H): B = 1
+    text = hd.code_hlo(lambda q: nn.dot_product_attention(q, q, q, scale=0.5), q3,
+                       platform="gpu")
+    assert '\\"fmha_scale\\": 0.5' in text and "(f16[1,4,32,64]{3,1,2,0}, u8[0]{0})" in text

@@ -27,7 +27,8 @@ from hypothesis.extra import numpy as hnp
 from jax import lax
 
 import hlodsl as hd
-from hlodsl import ops
+from hlodsl import ops, runtime
+from hlodsl.ops.custom_call import is_known_target
 from hlodsl.runtime import compile_hlo
 from hlodsl.arrays.types import ArrayType, TokenType, TupleType
 
@@ -475,10 +476,14 @@ def test_after_all_is_staged_only_and_takes_tokens_only():
 
 
 def potrf(dtype, n: int, uplo: str, **kwargs):
+    """A custom call of the runtime's Cholesky kernel: LAPACK's on a CPU, cuSOLVER's on a
+    GPU; both read the buffer column-major and write ``(factor, info)``."""
+    out = (ArrayType(dtype, (n, n)), ArrayType(np.int32, ()))
+    if runtime.platform() == "gpu":
+        return ops.CustomCall("cusolver_potrf_ffi", out, {"lower": uplo == "L"}, **kwargs)
     prefix = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}[np.dtype(dtype)]
-    return ops.CustomCall(f"lapack_{prefix}potrf_ffi",
-                          (ArrayType(dtype, (n, n)), ArrayType(np.int32, ())),
-                          {"uplo": np.uint8(ord(uplo))}, **kwargs)
+    return ops.CustomCall(f"lapack_{prefix}potrf_ffi", out, {"uplo": np.uint8(ord(uplo))},
+                          **kwargs)
 
 
 @settings(max_examples=10, deadline=None)
@@ -518,8 +523,9 @@ def test_custom_call_operand_layouts_reach_the_target():
     _, info = potrf(np.float64, 4, "L")(hd.array(b))  # row-major: it reads the garbage
     assert int(info) != 0
     text = hd.code_hlo(lambda b: column_major(b)[0], hd.array(b))
-    assert 'custom_call_target="lapack_dpotrf_ffi", operand_layout_constraints={f64[4,4]{0,1}}, ' \
-           "api_version=API_VERSION_TYPED_FFI, backend_config={uplo = 76 : ui8}" in text
+    assert f'custom_call_target="{column_major.target}", operand_layout_constraints=' \
+           "{f64[4,4]{0,1}}, api_version=API_VERSION_TYPED_FFI, backend_config=" \
+           f"{column_major.backend_config}" in text
 
 
 def test_custom_call_reports_a_failed_factorisation_through_its_info_result():
@@ -671,13 +677,39 @@ def test_custom_call_of_a_lapack_target_refuses_operands_the_kernel_cannot_take(
     ("eig", lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False), (2, 4, 4)),
 ])
 def test_lapack_target_results_are_what_jax_declares(name, f, shape, dtype):
-    # jax's own calls of the same kernels (its CPU lowering) are the oracle: every
-    # custom call of a lapack_ target it emits passes our check as jax declares it.
-    text = jax.jit(f).lower(np.ones(shape, dtype)).as_text(dialect="hlo")
-    calls = [ln for ln in text.splitlines() if 'custom_call_target="lapack_' in ln]
+    # jax's own calls of the same kernels (its CPU lowering, on any machine) are the
+    # oracle: every custom call of a lapack_ target it emits passes our check as jax
+    # declares it.
+    _declared_as_jax_declares(f, shape, dtype, "cpu", "lapack_")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("name, f, shape", [
+    ("cholesky", jnp.linalg.cholesky, (2, 3, 3)),
+    ("lu", lax.linalg.lu, (4, 3)),
+    ("qr", jnp.linalg.qr, (2, 5, 3)),
+    ("qr wide", jnp.linalg.qr, (3, 5)),
+    ("eigh", jnp.linalg.eigh, (4, 4)),
+    ("svd full", jnp.linalg.svd, (3, 5)),
+    ("svd reduced", lambda a: jnp.linalg.svd(a, full_matrices=False), (2, 40, 36)),
+    ("svd gesvd", lambda a: jnp.linalg.svd(a, full_matrices=False), (1030, 5)),
+    ("svd gesvd wide", lambda a: jnp.linalg.svd(a, compute_uv=False), (3, 1030)),
+])
+def test_cusolver_target_results_are_what_jax_declares(name, f, shape, dtype):
+    # The twin for a GPU: jax lowers for CUDA without one (lowering_platforms); eig is
+    # left out, as jax picks cusolver_geev_ffi only where it sees cuSOLVER's version
+    # (tests/test_gpu_golden.py holds the H200's geev calls).
+    _declared_as_jax_declares(f, shape, dtype, "cuda", "cu")
+
+
+def _declared_as_jax_declares(f, shape, dtype, platform: str, prefix: str):
+    lowered = jax.jit(f).trace(np.ones(shape, dtype)).lower(lowering_platforms=(platform,))
+    text = lowered.as_text(dialect="hlo")
+    calls = [ln for ln in text.splitlines() if f'custom_call_target="{prefix}' in ln]
     assert calls, text
     for line in calls:
         target = re.search(r'custom_call_target="(\w+)"', line).group(1)
+        assert is_known_target(target), target  # else nothing would check the results
         results = _hlo_types(line.split(" custom-call(")[0].split(" = ", 1)[1])
         operands = _hlo_types(re.search(r"operand_layout_constraints=\{(.*?\})\}",
                                         line).group(1))

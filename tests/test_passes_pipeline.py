@@ -87,6 +87,55 @@ def test_bad_memory_limits_are_refused_at_compile(bad, error):
         hd.compile(exp_log, memory_limit=bad)
 
 
+@pytest.fixture
+def free_memory(monkeypatch):
+    """The device's free memory as the test says (``memory_limit="auto"`` reads it)."""
+    from hlodsl import settings
+
+    free = [2**30]
+    monkeypatch.setattr(settings, "_FREE_MEMORY", [lambda: free[0]])
+    yield free
+    hd.config.auto_memory_fraction = 0.8
+
+
+def test_auto_is_a_fraction_of_the_free_memory(free_memory):
+    assert memory_size("auto") == int(0.8 * 2**30) and memory_size(" AUTO ") == memory_size("auto")
+    hd.config.auto_memory_fraction = 0.5
+    assert memory_size("auto") == 2**29
+    for bad in (0, 1.5, "half", True):
+        hd.config.auto_memory_fraction = bad
+        with pytest.raises(ValueError, match="auto_memory_fraction: must be a number in"):
+            memory_size("auto")
+    hd.config.auto_memory_fraction = 0.8
+    free_memory[0] = 0
+    with pytest.raises(ValueError, match="'auto' found no free memory"):
+        memory_size("auto")
+
+
+def test_auto_is_measured_when_each_signature_compiles(free_memory):
+    f = hd.compile(exp_log, memory_limit="auto")
+    assert f.memory_limit == "auto"
+    f(hd.array(np.ones(8, np.float32)))
+    free_memory[0] = 2**20
+    f(hd.array(np.ones(9, np.float32)))
+    limits = [f.report(hd.array(np.ones(n, np.float32))).splitlines()[-1] for n in (8, 9)]
+    assert "memory_limit=819.2 MiB" in limits[0] and "memory_limit=819.2 KiB" in limits[1]
+    text = hd.code_hlo(exp_log, hd.array(np.ones(8, np.float32)), memory_limit="auto")
+    assert text.startswith("HloModule")
+
+
+def test_the_real_free_memory_is_the_hosts_on_a_cpu():
+    from hlodsl import runtime
+
+    if runtime.platform() != "cpu":
+        pytest.skip("the device's allocator statistics are read on a GPU")
+    with open("/proc/meminfo") as f:
+        available = next(int(line.split()[1]) * 1024 for line in f
+                         if line.startswith("MemAvailable:"))
+    assert abs(runtime.free_memory() - available) < 0.25 * available
+    assert 0 < memory_size("auto") <= runtime.free_memory()
+
+
 def test_format_bytes_picks_a_binary_unit():
     assert [format_bytes(n) for n in (12, 2048, 3 * 2**30)] == ["12 B", "2.0 KiB", "3.0 GiB"]
 

@@ -163,3 +163,17 @@ def test_bad_input_is_refused(loop_args):
         hd.profile(3, *loop_args)
     with pytest.raises(ValueError, match="only the text of code_hlo"):
         hd.code_typed(_loop, *loop_args).profile()
+
+
+@compat
+def test_a_donating_step_is_profiled_on_copies_of_its_donated_arguments():
+    step = hd.compile(lambda w, x: (w - 0.5 * (w @ x), (w @ x).sum()), donate_argnums=0)
+    w = hd.array(np.eye(32, dtype=np.float32))
+    x = hd.array(np.ones((32, 32), np.float32))
+    p = hd.profile(step, w, x, runs=3)
+    assert p.runs == 3 and p.total_ns > 0 and p.instructions
+    np.testing.assert_array_equal(np.asarray(w), np.eye(32))  # still the caller's, readable
+    new, _ = step(w, x)  # and donated by a call of the user's own
+    np.testing.assert_allclose(np.asarray(new), np.eye(32) - 0.5)
+    with pytest.raises(hd.DonatedArrayError):
+        np.asarray(w)

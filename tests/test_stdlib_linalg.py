@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import hlodsl as hd
 import hlodsl.stdlib as xp
 from hlodsl.errors import ShapeError
-from hlodsl.stdlib import lapack, linalg as la
+from hlodsl.stdlib import kernels, linalg as la
 
 from strategies import Domain, arrays
 
@@ -339,7 +339,7 @@ def test_matrix_power(a, n):
 
 def test_the_lu_loop_does_not_unroll(monkeypatch):
     # The HLO loop is the fallback where jaxlib's LAPACK targets are absent (not CPU).
-    monkeypatch.setattr(lapack, "available", lambda: False)
+    monkeypatch.setattr(kernels, "provider", lambda: "hlo")
 
     def size(n):
         return len(hd.code_hlo(lambda a, b: la.solve(a, b), hd.array(np.eye(n)),
@@ -363,14 +363,14 @@ def test_namespace_holds_the_standards_linalg_functions():
 def test_decompositions_without_lapack_use_the_hlo_fallback(monkeypatch, name):
     # LAPACK-backed on CPU (tests/test_linalg_lapack.py); HLO loops elsewhere
     # (tests/test_linalg_fallback.py).
-    monkeypatch.setattr(lapack, "available", lambda: False)
+    monkeypatch.setattr(kernels, "provider", lambda: "hlo")
     text = hd.code_hlo(getattr(la, name), hd.array(np.eye(2)))
     assert "while(" in text and "lapack_" not in text
 
 
 @pytest.mark.parametrize("ord, want", [(2, 1.0), (-2, 1.0), ("nuc", 2.0)])
 def test_matrix_norms_needing_singular_values_work_without_lapack(monkeypatch, ord, want):
-    monkeypatch.setattr(lapack, "available", lambda: False)
+    monkeypatch.setattr(kernels, "provider", lambda: "hlo")
     assert float(np.asarray(la.matrix_norm(hd.array(np.eye(2)), ord=ord))) == want
 
 

@@ -495,3 +495,38 @@ def test_python_control_flow_in_the_mapped_function_is_converted():
     got = np.asarray(hd.vmap(_clip_by_norm)(hd.array(xs)))
     loop = np.stack([np.asarray(_clip_by_norm(hd.array(x))) for x in xs])
     np.testing.assert_allclose(got, loop, rtol=1e-6)
+
+
+class _Cube(hd.op.Composite, opcode="cube-vmap-test"):
+    """x ** 3, expanded as two multiplies: its own batch rule is counted."""
+
+    def result_type(self, x):
+        return x
+
+    def expand(self, x):
+        return ops.Multiply()(ops.Multiply()(x, x), x)
+
+
+_CUBE_RULE_CALLS: list = []
+
+
+@hd.batch_rule.dispatch
+def _cube_batched(op: _Cube, args: tuple, dims: tuple):
+    _CUBE_RULE_CALLS.append(dims)
+    return _Cube()(*args), 0
+
+
+def test_a_composites_own_batch_rule_is_what_vmap_uses():
+    xs = np.float32([[1, 2], [3, -1], [0.5, 2]])
+    want = xs ** 3 + 1
+    f = lambda x: _Cube()(x) + 1
+    for run in (hd.vmap(f), hd.compile(hd.vmap(f)), hd.vmap(hd.vmap(f))):
+        before = len(_CUBE_RULE_CALLS)
+        np.testing.assert_allclose(np.asarray(run(hd.array(xs))), want)
+        assert len(_CUBE_RULE_CALLS) > before  # the rule, not the expansion, was batched
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda x: x ** 3 + 1)(xs)), want)
+    grad = hd.grad(lambda x: xp.sum(hd.vmap(_Cube())(x)))(hd.array(xs))
+    np.testing.assert_allclose(np.asarray(grad), 3 * xs ** 2, rtol=1e-6)
+    before = len(_CUBE_RULE_CALLS)  # unbatched operands: applied as they are
+    hd.vmap(lambda x, c: _Cube()(c) * x, in_axes=(0, None))(hd.array(xs), hd.array(xs[0]))
+    assert len(_CUBE_RULE_CALLS) == before

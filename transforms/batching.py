@@ -38,15 +38,16 @@ from typing import Any, Callable
 import attrs
 
 from hlodsl.arrays.array import Array
-from hlodsl.ir.graph import Computation
+from hlodsl.ir.graph import Computation, current_builder
 from hlodsl.ir.interpret import evaluate
 from hlodsl.ops import Broadcast, Transpose
 from hlodsl.ir.rules import batch_rule, transformations
 from hlodsl.ir.structural import GetTupleElement, Tuple
-from hlodsl.arrays.tree import LEAF, _Static, flatten, unflatten
+from hlodsl.arrays.pytrees import node_of
+from hlodsl.arrays.tree import LEAF, PYTREE, _Static, children_of, flatten, unflatten
 from hlodsl.arrays.types import ArrayType
 
-from .body import Body
+from .body import Body, ordered_token
 from .eager import eager, run_eagerly
 from .flow import convert
 from .structures import error, flatten_lifting, leaf_paths, name_of, show
@@ -130,6 +131,10 @@ class _Spec:
 
 
 def _freeze(spec):
+    node = node_of(type(spec))
+    if node is not None:  # a registered class holding axes: its children and aux data
+        children, aux = node.flatten(spec)
+        return ("node", type(spec), aux, tuple(_freeze(v) for v in children))
     if isinstance(spec, dict):
         return ("dict", tuple((k, _freeze(v)) for k, v in spec.items()))
     if isinstance(spec, (tuple, list)):
@@ -140,6 +145,11 @@ def _freeze(spec):
 def _check_axes_spec(what: str, spec) -> None:
     if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
         return
+    node = node_of(type(spec))
+    if node is not None:
+        for v in node.flatten(spec)[0]:
+            _check_axes_spec(what, v)
+        return
     if isinstance(spec, dict):
         for v in spec.values():
             _check_axes_spec(what, v)
@@ -148,8 +158,8 @@ def _check_axes_spec(what: str, spec) -> None:
         for v in spec:
             _check_axes_spec(what, v)
         return
-    raise TypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict of those, "
-                    f"got {spec!r} ({type(spec).__name__})")
+    raise TypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict (or registered "
+                    f"class) of those, got {spec!r} ({type(spec).__name__})")
 
 
 # -- the call -----------------------------------------------------------------------------
@@ -176,6 +186,7 @@ def _vmap_call(fn: _Fn, in_spec: _Spec, out_spec: _Spec, axis_size, args, kwargs
             example_types.append(ArrayType(x.dtype, x.shape[:ax] + x.shape[ax + 1:]))
     # Stage f once, on one example; arrays it captures are unbatched extra inputs.
     body = Body(name, tuple(example_types), tupled=False)
+    body.builder.keeps_composites = True  # composites with a batch rule of their own
 
     def one_example(*example):
         s_args, s_kwargs = unflatten(treedef, example)
@@ -186,9 +197,16 @@ def _vmap_call(fn: _Fn, in_spec: _Spec, out_spec: _Spec, axis_size, args, kwargs
         if not isinstance(x, Array):
             raise error(TypeError, f"vmap of {name}: the function returned a "
                                    f"{type(x).__name__}; it must return arrays")
-    comp = body.finish(out_leaves, force_tuple=True)
+    # An ordered effect in f: the batched ops take the program's token, and the
+    # program's next ordered effect comes after the last one they return.
+    token = ordered_token(current_builder()) if body.threads_token else None
+    comp = body.finish(out_leaves if token is None else [*out_leaves, body.last_token(token)],
+                       force_tuple=True)
     dims = [None if ax is None else 0 for ax in axes] + [None] * len(body.captured)
     outs, out_dims = batch_computation(comp, [*moved, *body.captured], dims)
+    if token is not None:
+        current_builder().token = outs[-1]._node
+        outs, out_dims = outs[:-1], out_dims[:-1]
     out_axes = _out_axes(out_spec.value, out_tree, len(out_leaves), name)
     results = []
     for path, x, d, ax in zip(leaf_paths(out_tree, "result"), outs, out_dims, out_axes):
@@ -283,6 +301,9 @@ def _broadcast(spec, value, where: str, name: str) -> list:
         elif kind is attrs:
             raise error(ValueError, f"vmap of {name}: {where}{path}: give one axis (or None) "
                                     "for an attrs instance, not a structure")
+        elif kind is PYTREE:
+            for k, (ss, c) in enumerate(_node_pairs(s, td, f"{where}{path}", name)):
+                walk(ss, c, td[1].child_path(path, k))
         else:
             children = td[1]
             if not isinstance(s, (tuple, list)) or len(s) != len(children):
@@ -295,13 +316,29 @@ def _broadcast(spec, value, where: str, name: str) -> list:
     return out
 
 
+def _node_pairs(spec, td, where: str, name: str) -> list:
+    """``(spec child, treedef child)`` pairs of a registered node: ``spec`` must be an
+    instance of its class with the same aux data (as jax's prefix trees)."""
+    node, aux = td[1], td[2].value
+    if type(spec) is not node.cls:
+        raise error(ValueError, f"vmap of {name}: {where} {spec!r} does not match the "
+                                f"argument there, a {node.cls.__qualname__}: give one axis "
+                                f"(or None), or a {node.cls.__qualname__} of axes")
+    children, spec_aux = node.flatten(spec)
+    children = tuple(children)
+    if spec_aux != aux or len(children) != len(td[3]):
+        raise error(ValueError, f"vmap of {name}: {where} is a {node.cls.__qualname__} with "
+                                f"aux data {spec_aux!r} and {len(children)} children; the "
+                                f"argument's has {aux!r} and {len(td[3])}")
+    return list(zip(children, td[3]))
+
+
 def _count(td) -> int:
     if td is LEAF:
         return 1
     if isinstance(td, _Static):
         return 0
-    children = td[2] if td[0] is dict else td[3] if td[0] is attrs else td[1]
-    return sum(_count(c) for c in children)
+    return sum(_count(c) for c in children_of(td))
 
 
 def _batch_size(leaves, axes, paths, axis_size, name) -> int:
@@ -360,6 +397,13 @@ def _broadcast_types(spec, tree, name) -> list:
                 walk(s[k], c)
         elif kind is attrs:
             raise TypeError
+        elif kind is PYTREE:
+            try:
+                pairs = _node_pairs(s, td, "", name)
+            except ValueError:
+                raise TypeError from None
+            for ss, c in pairs:
+                walk(ss, c)
         else:
             if not isinstance(s, (tuple, list)) or len(s) != len(td[1]):
                 raise TypeError

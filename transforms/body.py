@@ -17,6 +17,12 @@ the body is finished, so inputs can still be added after the function ran
 Staging each body once keeps staging linear in nesting depth: a loop in a
 loop in a loop stages the innermost body once, not 2**depth times.
 
+Ordered side effects (``hd.debug_print(..., ordered=True)``) are chained by a
+token (``ordered_token``). A body that has one captures the enclosing
+program's token like any outside value, and hands its last token back
+(``captured_outputs``, ``continue_token``): the loop or branch carries it, so
+what comes after the loop comes after the effects inside it.
+
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl import ops
 >>> from hlodsl.ir.graph import Builder
@@ -35,12 +41,12 @@ from __future__ import annotations
 from typing import Callable
 
 from hlodsl.arrays.array import Array, Token
-from hlodsl.context import STATE
+from hlodsl.context import STATE, current_builder
 from hlodsl.ir.graph import Builder, Computation, Node
 from hlodsl.ir.structural import GetTupleElement, Parameter, Tuple
-from hlodsl.arrays.types import TupleType
+from hlodsl.arrays.types import TokenType, TupleType
 
-__all__ = ["Body", "capture_key", "watched"]
+__all__ = ["Body", "capture_key", "watched", "ordered_token"]
 
 
 def capture_key(x: Array) -> tuple:
@@ -108,6 +114,35 @@ class Body:
     def captured_inputs(self) -> list[Node]:
         return [self._found[capture_key(x)] for x in self.captured]
 
+    @property
+    def threads_token(self) -> bool:
+        """Whether an ordered side effect in the body took the enclosing program's token."""
+        return self.builder.token_input is not None
+
+    @property
+    def captured_outputs(self) -> list[Node]:
+        """``captured_inputs`` for a loop body to return: the enclosing program's token,
+        if captured, replaced by the body's last one (so iterations chain)."""
+        b = self.builder
+        return [b.token if n is b.token_input and b.token is not None else n
+                for n in self.captured_inputs]
+
+    def last_token(self, token: Token) -> Node:
+        """The body's last ordered token: the enclosing program's ``token`` (taken as an
+        input, if the body has no ordered effect), or the one its last effect returned."""
+        node = self._capture(token)
+        b = self.builder
+        return b.token if b.token is not None and b.token_input is not None else node
+
+    def continue_token(self, outputs) -> None:
+        """After the op that runs the body: the enclosing program's next ordered effect
+        comes after the token the op returned for the captured one (``outputs`` are the
+        op's results for ``captured``, in order)."""
+        taken = self.builder.token_input
+        for node, out in zip(self.captured_inputs, outputs):
+            if node is taken:
+                current_builder().token = out._node
+
     # -- staging -----------------------------------------------------------------------------
 
     def arrays(self, nodes) -> list:
@@ -144,3 +179,26 @@ class Body:
 
 def is_value(x) -> bool:
     return isinstance(x, (Array, Token))
+
+
+def ordered_token(builder: Builder) -> Token:
+    """The token the next ordered side effect staged in ``builder`` comes after.
+
+    The first one in a program takes a fresh token (``after-all``); in a body (a
+    builder with a ``capture``), the enclosing builder's token, captured as an input.
+    The caller sets ``builder.token`` to the token its effect returns.
+    """
+    if builder.token is None:
+        node = None
+        builders = STATE.builders
+        at = next((i for i in range(len(builders) - 1, -1, -1) if builders[i] is builder), 0)
+        if builder.capture is not None and at > 0:
+            outer = ordered_token(builders[at - 1])
+            node = builder.capture(outer)
+            builder.token_input = node
+        if node is None:
+            from hlodsl.ir.op import op_class
+
+            node = builder.add(op_class("after-all")(), (), TokenType(), None)
+        builder.token = node
+    return Token(builder.token)

@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from hlodsl.arrays.array import Array
-from .body import Body
+from .body import Body, ordered_token
 from .eager import eager, run_eagerly
 from .flow.conversion import convert
 from .structures import (
@@ -44,6 +44,7 @@ from .structures import (
 from hlodsl.arrays.dtypes import Integer, int32
 from hlodsl.arrays.dtypes import pred as pred_dtype
 from hlodsl.errors import ShapeError
+from hlodsl.ir.graph import current_builder
 from hlodsl.ir.structural import Constant
 from hlodsl.arrays.tree import LEAF, _Static, unflatten
 from hlodsl.arrays.types import ArrayType
@@ -334,12 +335,13 @@ def _scan_capturing(f, init, xs, length, reverse):
         nxt = _add_one(i)
     inputs = body.inputs
     step_comp = body.finish([nxt, *out[:nc], *inputs[1 + nc:1 + nc + nx],
-                             *body.captured_inputs, *ys], force_tuple=True)
+                             *body.captured_outputs, *ys], force_tuple=True)
     test = Body("below_length", tuple(body.types), tupled=True)
     below = test.run(lambda i, *rest: ops.Compare("LT")(i, _constant(length, int32)))
     state = (_constant(0, int32), *c_leaves, *x_leaves, *captured, *bufs)
     final = ops.While(test.finish([below]), step_comp)(*state)
     ny0 = 1 + nc + nx + len(captured)
+    body.continue_token(final[1 + nc + nx:ny0])
     return (unflatten(c_tree, final[1:1 + nc]), unflatten(y_tree, final[ny0:])), captured
 
 
@@ -431,11 +433,17 @@ def _branches_staged(who: str, selector, branches: tuple, operands: tuple):
                                     f"and types: {names[0]} returns "
                                     f"{show(out_tree, out_types)}, {name} returns "
                                     f"{show(t, types_of(out))}")
-    if not out_types:  # nothing to choose between
-        return unflatten(out_tree, [])
+    # An ordered effect in one branch: every branch takes the program's token and
+    # returns its last one, which the program's next ordered effect takes.
+    threads = any(body.threads_token for body, _, _ in staged)
+    token = ordered_token(current_builder()) if threads else None
     # Each branch is its own computation, with its own operand: the operands and the
     # outside arrays that branch (and only that branch) uses.
-    computations = [body.finish(out) for body, out, _ in staged]
+    computations = [body.finish(out if token is None else [*out, body.last_token(token)],
+                                force_tuple=threads)
+                    for body, out, _ in staged]
+    if not out_types and not any(c.has_side_effect for c in computations):
+        return unflatten(out_tree, [])  # nothing to choose between
     operands_ = [(*leaves, *body.captured) for body, _, _ in staged]
     if who == "cond":
         out = ops.Conditional(*computations)(selector, *operands_)
@@ -446,7 +454,11 @@ def _branches_staged(who: str, selector, branches: tuple, operands: tuple):
         if index.dtype is not int32:
             index = ops.Convert(int32)(index)
         out = ops.Conditional(branch_computations=computations)(index, *operands_)
-    return unflatten(out_tree, out if isinstance(out, tuple) else (out,))
+    out = out if isinstance(out, tuple) else (out,)
+    if threads:
+        current_builder().token = out[-1]._node
+        out = out[:-1]
+    return unflatten(out_tree, out)
 
 
 def _while_staged(cond_fn, body_fn, init):
@@ -469,8 +481,9 @@ def _while_staged(cond_fn, body_fn, init):
     check_carry("while_loop", "body_fn", "init", tree, types, b_tree, types_of(b_out))
     test.take_captures(body.captured)
     condition = test.finish(c_out)
-    step = body.finish([*b_out, *body.captured_inputs], force_tuple=True)
+    step = body.finish([*b_out, *body.captured_outputs], force_tuple=True)
     final = ops.While(condition, step)(*leaves, *body.captured)
+    body.continue_token(final[n:])
     return unflatten(tree, final[:n])
 
 

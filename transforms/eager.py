@@ -14,7 +14,8 @@ from hlodsl.cache import BoundedCache
 from hlodsl.context import STATE
 from hlodsl.ir.dispatcher import cached_method
 from hlodsl.errors import staging_error
-from hlodsl.ir.graph import current_builder
+from hlodsl.ir.graph import current_builder, has_side_effect
+from hlodsl.ir.target import live_platform
 from hlodsl.arrays.scalars import traced_scalar
 from hlodsl.settings import config
 from hlodsl.arrays.tree import flatten, has_identity_static, unflatten
@@ -63,7 +64,8 @@ def run_eagerly(impl: Callable, name: str, *args):
         if hit is not None:
             return run_entry(hit[0], leaves)
     try:
-        staged = stage_types(_with_arrays(impl), treedef, types_of(leaves), f"eager_{name}")
+        with live_platform():  # it runs here: staged for this runtime's platform
+            staged = stage_types(_with_arrays(impl), treedef, types_of(leaves), f"eager_{name}")
     except _NoArrays as e:  # e.g. branches returning None: nothing to run
         return e.value
     entry = Entry(staged, _executable(staged, name))
@@ -126,8 +128,8 @@ class _NoArrays(Exception):
 def _with_arrays(impl: Callable) -> Callable:
     def staged(*args):
         out = impl(*args)
-        if not flatten(out)[0]:
-            raise _NoArrays(out)
+        if not flatten(out)[0] and not any(map(has_side_effect, current_builder().nodes)):
+            raise _NoArrays(out)  # nothing to run (a program that prints still runs)
         return out
 
     return staged

@@ -37,6 +37,8 @@ import keyword
 import re
 from typing import Any
 
+import numpy as np
+
 from hlodsl import runtime
 from hlodsl.compilation.compiler import compile as _compile
 from hlodsl.context import STATE
@@ -44,7 +46,8 @@ from hlodsl.errors import HloDslError, SourceLocation
 from hlodsl.interchange.exported import MAGIC, Exported, deserialize
 from hlodsl.introspect.hlo_text import HloComputation, HloModule, Instruction, parse_module, read_type
 from hlodsl.ir.staging import stage_types
-from hlodsl.arrays.tree import flat_treedef
+from hlodsl.arrays.array import array
+from hlodsl.arrays.tree import flat_treedef, is_jax_array
 from hlodsl.arrays.types import ArrayType, TupleType
 
 from .hlo_readers import Reading, UnsupportedInstruction, read_op
@@ -278,6 +281,8 @@ class ImportedFunction:
                                 f"{got if got is not None else type(a).__name__}")
 
     def __call__(self, *args):
+        args = tuple(_as_array(a, t) for a, t in zip(args, self.parameter_types)) \
+            + args[len(self.parameter_types):]
         self._check(args)
         if not STATE.builders and not STATE.traces:
             # Outside staging: one compiled module, not one eager module per instruction.
@@ -289,6 +294,26 @@ class ImportedFunction:
     def __repr__(self) -> str:
         params = ", ".join(str(t) for t in self.parameter_types)
         return f"import_hlo({self.__name__}: ({params}) -> {self.result_type})"
+
+
+#: The numpy kinds a Python number of each type may stand for (as compiled and exported
+#: functions take them).
+_KINDS = {bool: "b", int: "biuf", float: "f", complex: "c"}
+
+
+def _as_array(x, t):
+    """An argument as compiled functions take it: a numpy array or scalar, or a jax
+    array, as an hlodsl array (of its own element type: ``_check`` then says if it is not
+    the parameter's); a Python number as an array of parameter type ``t`` if of its kind;
+    tuples for tuple parameters element by element; anything else as it is."""
+    if isinstance(t, TupleType) and type(x) in (tuple, list) and len(x) == len(t.elements):
+        return type(x)(_as_array(v, u) for v, u in zip(x, t.elements))
+    if isinstance(x, (np.ndarray, np.generic)) or is_jax_array(x):
+        return array(x)
+    if type(x) in _KINDS and isinstance(t, ArrayType) and \
+            t.dtype.np_dtype.kind in _KINDS[type(x)]:
+        return array(np.asarray(x, t.dtype.np_dtype))
+    return x
 
 
 def import_hlo(program: Any, name: str | None = None) -> ImportedFunction:

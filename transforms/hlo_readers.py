@@ -44,6 +44,9 @@ NOT_IMPORTABLE = {
     "global-to-local": "printed as a sharding custom-call (see sharding-constraint)",
     "local-to-global": "printed as a sharding custom-call (see sharding-constraint)",
     "manual-computation": "printed as a call with Shardy attributes, not read back",
+    "host-callback": "a Python function called from the program: printed as a custom-call "
+                     "of jaxlib's Python-callback target, which needs the function itself "
+                     "(the text only names it)",
 }
 
 
@@ -182,9 +185,20 @@ def _read_custom_call(r: Reading):
     leaves = _array_layouts(r.inst.type)
     if not any(lay is not None and lay != tuple(range(len(lay) - 1, -1, -1)) for lay in leaves):
         leaves = None
+    # Results written into an operand's buffer (jax's GPU solvers), and the frontend
+    # attributes a target reads (num_batch_dims); XLA's own sharding ones (xla.sdy.*)
+    # are the partitioner's, which hlodsl's import does not carry.
+    aliases = tuple((_dims(f"{{{o}}}"), int(k), _dims(f"{{{i}}}")) for o, k, i in _ALIAS.findall(
+        a.get("output_to_operand_aliasing", ""))) or None
+    front = {k: v for k, v in _FRONTEND.findall(a.get("frontend_attributes", ""))
+             if not k.startswith("xla.sdy.")} or None
     return _op(ops.CustomCall(target, r.result_type, config,
                               _flag(a.get("custom_call_has_side_effect")), api, layouts,
-                              leaves))
+                              leaves, aliases, front))
+
+
+_ALIAS = re.compile(r"\{([\d,\s]*)\}:\s*\((\d+),\s*\{([\d,\s]*)\}\)")
+_FRONTEND = re.compile(r'([\w.]+)="((?:[^"\\]|\\.)*)"')
 
 
 _ARRAY = re.compile(r"(\w+)\[([^\]]*)\](?:\{([^}]*)\})?")

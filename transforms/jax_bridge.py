@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from hlodsl import runtime
+from hlodsl.ir.target import platform_name
 
 from .hlo_import import ImportedFunction, import_hlo
 
@@ -45,20 +46,27 @@ class JaxFunction:
         return f"from_jax({self.__name__}: {self.imported!r})"
 
 
-def from_jax(fn: Callable, *example_args: Any) -> JaxFunction:
+def from_jax(fn: Callable, *example_args: Any, platform: str | None = None) -> JaxFunction:
     """``fn`` (a jax function) lowered on arrays like ``example_args`` and imported.
 
     Args:
         fn: a function jax can ``jit``.
         example_args: arrays (numpy, jax or hlodsl) or pytrees of them, giving
             the shapes and element types the import is for.
+        platform: the platform jax lowers ``fn`` for (``"cpu"`` or ``"gpu"``;
+            default: the runtime's). jax lowers for a GPU without one
+            (``lowering_platforms=("cuda",)``): ``platform="gpu"`` imports the
+            program with jax's cuSOLVER calls, to look at (``hd.code_hlo(...,
+            platform="gpu")``) or export, not to run on a CPU.
 
     Returns:
         A ``JaxFunction``: called with arguments structured as ``example_args``
         (hlodsl arrays, or symbolic ones inside staging), it returns ``fn``'s
         output structure of hlodsl arrays.
     """
-    text, flatten, unflatten = runtime.lower_jax(fn, example_args)
+    jax_platform = None if platform is None else \
+        {"cpu": "cpu", "gpu": "cuda"}[platform_name(platform, "from_jax: platform")]
+    text, flatten, unflatten = runtime.lower_jax(fn, example_args, jax_platform)
     name = getattr(fn, "__name__", "jax_function")
     name = name if name.isidentifier() else "jax_function"
     return JaxFunction(fn, import_hlo(text, name), flatten, unflatten)

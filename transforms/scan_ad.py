@@ -4,7 +4,8 @@ A ``While`` has no reverse rule: its trip count is data. A scan's length is
 static, so its pullback is another scan, run backwards: the forward scan also
 stacks the carry each step started from, and step ``k`` of the backward scan
 re-runs ``f`` on (carry_k, x_k) under a tape and pulls the carry's and the
-output's cotangents back through it. The cotangents of the arrays ``f``
+output's cotangents back through it (``STATE.recomputing``: its debug prints and
+result-less io_callbacks ran in the forward scan, and do not run again). The cotangents of the arrays ``f``
 closes over (weights used in the body) are summed over the steps in the
 backward scan's carry.
 
@@ -80,7 +81,11 @@ def scan_with_pullback(forward: Callable, capturing: Callable, f: Callable, init
                 tape.watch(x_in[i])
             for k in caps:  # f uses these very objects: the tape follows them
                 tape.watch(captured[k])
-            new, y = f(unflatten(c_tree, c_in), unflatten(x_tree, x_in))
+            again, STATE.recomputing = STATE.recomputing, True  # its prints happened
+            try:
+                new, y = f(unflatten(c_tree, c_in), unflatten(x_tree, x_in))
+            finally:
+                STATE.recomputing = again
         outs = flatten((new, y))[0]
         cts = [None] * len(outs)
         for n, i in enumerate(fc):

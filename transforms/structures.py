@@ -1,9 +1,9 @@
 """Structures of arrays in control flow: leaves, where a leaf sits, and carry checks.
 
 Operands and loop carries are structures (tuples, lists, dicts, namedtuples,
-attrs instances) of arrays; these helpers turn them into leaves (Python
-numbers lifted to constants), name a leaf by its path when a check fails, and
-raise errors that end with the user's source line.
+attrs instances, registered classes) of arrays; these helpers turn them into
+leaves (Python numbers lifted to constants), name a leaf by its path when a
+check fails, and raise errors that end with the user's source line.
 
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl.ir.graph import Builder
@@ -32,7 +32,9 @@ import numpy as np
 
 from hlodsl.errors import ShapeError, user_location
 from hlodsl.ir.structural import Constant
-from hlodsl.arrays.tree import LEAF, _Static, flatten, unflatten
+from hlodsl.arrays.pytrees import NodeText
+from hlodsl.arrays.tree import (LEAF, PYTREE, _Static, children_of, flatten, unflatten,
+                                with_children)
 
 __all__ = ["error", "name_of", "rename", "types_of", "flatten_lifting", "leaf_paths", "show",
            "check_carry"]
@@ -75,11 +77,7 @@ def flatten_lifting(x) -> tuple[list, Any]:
                 out.append(Constant(np.asarray(td.value))())
                 return LEAF
             return td
-        if td[0] is dict:
-            return (dict, td[1], tuple(map(walk, td[2])), *td[3:])
-        if td[0] is attrs:
-            return (*td[:3], tuple(map(walk, td[3])))
-        return (td[0], tuple(map(walk, td[1])))
+        return with_children(td, tuple(map(walk, children_of(td))))
 
     tree = walk(tree)
     return out, tree
@@ -100,6 +98,9 @@ def leaf_paths(tree, root: str) -> list[str]:
         elif td[0] is attrs:
             for k, c in zip(td[2], td[3]):
                 walk(c, f"{path}.{k}")
+        elif td[0] is PYTREE:
+            for k, c in enumerate(td[3]):
+                walk(c, td[1].child_path(path, k))
         else:
             for k, c in enumerate(td[1]):
                 walk(c, f"{path}[{k}]")
@@ -109,8 +110,11 @@ def leaf_paths(tree, root: str) -> list[str]:
 
 
 def show(tree, types) -> str:
-    """A structure with its leaves shown as types: ``(f32[3], {'n': s32[]})``."""
-    return repr(unflatten(tree, [_TypeText(t) for t in types]))
+    """A structure with its leaves shown as types: ``(f32[3], {'n': s32[]})``.
+
+    Registered classes show as ``Name(children)`` (their unflatten functions are
+    user code, which may not take types for arrays)."""
+    return repr(unflatten(tree, [_TypeText(t) for t in types], node=NodeText))
 
 
 def check_carry(who, what, root, tree, types, out_tree, out_types) -> None:

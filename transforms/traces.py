@@ -211,7 +211,17 @@ def alias(x: Array) -> Array:
     closes over the very array it is differentiated at treats the closure as a
     constant (and nested transformations never confuse their inputs).
     """
-    y = fresh(x)
+    builder = current_builder()
+    if (builder is not None and builder.capture is not None
+            and (x._buf is not None or x._node.builder is not builder)
+            and any(t.sees((x,)) for t in STATE.traces)):
+        # An outside array that an outer derivative follows, taken by a transformation
+        # staged inside a body (jvp inside vmap, under grad: jacfwd): the body captures
+        # x itself as an input, so the outer derivative reaches it (a fresh object would
+        # be a constant there, or a capture no outer trace knows).
+        y = Array._from_node(builder.node_of(x))
+    else:
+        y = fresh(x)
     link(y, x)
     return y
 

@@ -8,7 +8,8 @@ and shardings.
 | ``array`` | ``Array[T, Shape]`` (concrete or symbolic), ``hd.array``, the aliases ``Scalar``, ``Vector``, ``Matrix`` |
 | ``scalars`` | Python numbers as arrays: traced scalars and the constants buffer calls share |
 | ``host_values`` | an array's host value (``numpy``, ``__array__``, ``tolist``) |
-| ``tree`` | structure mapping: ``flatten``/``unflatten`` of tuples, lists, dicts, attrs instances of arrays; ``static_key`` |
+| ``tree`` | structure mapping: ``flatten``/``unflatten`` of tuples, lists, dicts, attrs instances and registered classes of arrays; ``static_key`` |
+| ``pytrees`` | ``hd.register_pytree_node``, ``hd.register_dataclass``: user classes as structures |
 | ``devices`` | ``hd.Device`` and ``Shard`` |
 | ``placement`` | an array's ``.device``, ``.sharding``, shards and DLPack |
 | ``sharding`` | ``Mesh``, ``PartitionSpec``, ``NamedSharding``, ``sharding_of`` |

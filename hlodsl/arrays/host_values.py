@@ -53,8 +53,21 @@ class HostConversion:
             return out.astype(dtype)
         return out.copy() if copy else out
 
+    @property
     def __jax_array__(self):
-        """The device buffer, for ``jax.numpy.asarray(x)``: jax arrays are immutable too."""
+        """The device buffer, for ``jax.numpy.asarray(x)``: jax arrays are immutable too.
+
+        jax arrays' operators are not given it: ``jax_array + x`` leaves the operation
+        to ``x``'s reflected operator, which makes an hlodsl array, as ``x + jax_array``
+        does (docs/interop.md).
+        """
+        from hlodsl.runtime import asked_by_jax_operator
+
+        if asked_by_jax_operator(sys._getframe(1)):
+            raise AttributeError("__jax_array__")  # (getattr(x, ..., None) is None there)
+        return self._as_jax_array
+
+    def _as_jax_array(self):
         return self._require_value("conversion to a jax array")
 
     def numpy(self) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 
 from hlodsl.cache import BoundedCache
 from .dtypes import default_inexact, element_type
+from .pytrees import NODES
 
 __all__ = ["weak_class", "is_weak", "traced_scalar", "lift_arguments", "static_positions"]
 
@@ -104,6 +105,12 @@ def _lift(x):
     if t is dict:
         new = {k: _lift(v) for k, v in x.items()}
         return x if all(new[k] is v for k, v in x.items()) else new
+    node = NODES.get(t)
+    if node is not None:  # a registered class: its numbers trace, as hlodsl.tree's do
+        children, aux = node.flatten(x)
+        new = [_lift(v) for v in children]
+        return x if all(a is b for a, b in zip(new, children)) else node.unflatten(aux,
+                                                                                 tuple(new))
     return x
 
 

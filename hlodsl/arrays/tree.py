@@ -1,4 +1,5 @@
-"""Structure mapping: nested tuples, lists, dicts and attrs instances of arrays.
+"""Structure mapping: nested tuples, lists, dicts, attrs instances and registered
+classes (``hd.register_pytree_node``, ``hd.register_dataclass``: ``pytrees``) of arrays.
 
 ``flatten`` splits a structure into its array leaves and a hashable ``treedef``
 that records everything else, including non-array values (which staging treats
@@ -14,6 +15,7 @@ entry computation.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import struct
 import types
@@ -23,9 +25,12 @@ import numpy as np
 
 from .array import _TYPES as _ARRAY_CLASSES
 from .array import Array, Token
+from .pytrees import NODES, PYTREE
+from .types import ArrayType
 
 __all__ = ["flatten", "unflatten", "flat_treedef", "LEAF", "tree_leaves", "tree_map",
-           "block_until_ready",
+           "block_until_ready", "abstract", "children_of", "with_children", "PYTREE",
+           "is_jax_array",
            "static_key", "leaf_paths", "compared_by_identity", "has_identity_static"]
 
 LEAF = "*"
@@ -114,10 +119,7 @@ class _Static:
             self._key = static_key(value)
             hash(self._key)
         except TypeError:
-            raise TypeError(
-                f"a static (non-array) argument of type {type(value).__name__} must be "
-                f"hashable, since its value is part of the compile signature: {value!r}"
-            ) from None
+            raise TypeError(_unhashable(value)) from None
 
     def __eq__(self, other):
         return isinstance(other, _Static) and self._key == other._key
@@ -127,6 +129,38 @@ class _Static:
 
     def __repr__(self):
         return f"static({self.value!r})"
+
+
+def _unhashable(value) -> str:
+    """Why ``value`` cannot be a static value, and what to do instead."""
+    name = type(value).__name__
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (f"a {name} instance is a dataclass that is not registered as a pytree, so "
+                "hlodsl would take it as a static value (part of the compile signature), "
+                f"which must be hashable, and it is not: {shown}. To pass the arrays it "
+                f"holds, register the class: hd.register_dataclass({name}) (or decorate it "
+                "with @hd.register_dataclass; fields declared with "
+                "dataclasses.field(metadata=dict(static=True)) stay static), as "
+                "jax.tree_util.register_dataclass. To pass it as a static value, make it "
+                "hashable: @dataclasses.dataclass(frozen=True), holding no arrays")
+    hint = "" if type(value).__module__ == "builtins" else (
+        f" (to pass the arrays a {name} holds, register the class as a structure: "
+        f"hd.register_pytree_node({name}, flatten, unflatten))")
+    return (f"a static (non-array) argument of type {name} must be hashable, since its "
+            f"value is part of the compile signature: {shown}{hint}")
+
+
+def _aux(node, aux) -> _Static:
+    """A registered node's aux data as a static value (hashable: the signature keys on it)."""
+    try:
+        return _Static(aux)
+    except TypeError:
+        shown = repr(aux) if len(repr(aux)) <= 60 else repr(aux)[:57] + "..."
+        raise TypeError(f"the aux data that {node.cls.__qualname__}'s flatten function "
+                        f"returns must be hashable (compiled programs are keyed by it, as "
+                        f"static values are), got {type(aux).__name__} {shown}: return a "
+                        "tuple instead of a list, a frozenset instead of a set") from None
 
 
 def flatten(x, leaves: list | None = None):
@@ -160,6 +194,11 @@ def _flatten(x, leaves: list, traced: bool = False):
             return (dict, keys, children)
         # Keys compare exactly too (0.0 and -0.0 are different keys of a signature).
         return (dict, keys, children, tuple(static_key(k) for k in keys))
+    node = NODES.get(t)
+    if node is not None:  # a registered class (hd.register_pytree_node): its numbers trace
+        children, aux = node.flatten(x)
+        return (PYTREE, node, _aux(node, aux), tuple([_flatten(c, leaves, traced)
+                                                      for c in children]))
     if isinstance(x, (Array, Token)):  # an array of a class made elsewhere
         leaves.append(x)
         return LEAF
@@ -168,7 +207,7 @@ def _flatten(x, leaves: list, traced: bool = False):
 
         leaves.append(array(x))
         return LEAF
-    if _is_jax_array(x):  # an array too (immutable, so adopted without a copy), not a static
+    if is_jax_array(x):  # an array too (immutable, so adopted without a copy), not a static
         from .array import array
 
         leaves.append(array(x))
@@ -189,7 +228,7 @@ def _flatten(x, leaves: list, traced: bool = False):
     return _Static(x)
 
 
-def _is_jax_array(x) -> bool:
+def is_jax_array(x) -> bool:
     """Whether ``x`` is a jax array (the runtime's device buffer type), without importing jax
     for values that cannot be one."""
     if type(x).__module__.split(".", 1)[0] not in ("jax", "jaxlib"):
@@ -217,31 +256,68 @@ def flat_treedef(n: int):
     return (tuple, ((tuple, (LEAF,) * n), (dict, (), ())))
 
 
-def unflatten(treedef, leaves):
-    """Rebuild the structure from ``treedef`` and an iterable of leaves."""
-    return _unflatten(treedef, iter(leaves))
+def unflatten(treedef, leaves, node=None):
+    """Rebuild the structure from ``treedef`` and an iterable of leaves.
+
+    ``node(node, aux, children)``, if given, stands in for registered classes'
+    unflatten functions (to show a structure of types without running user code).
+    """
+    return _unflatten(treedef, iter(leaves), node)
 
 
-def _unflatten(td, it):
+def _unflatten(td, it, rebuild=None):
     if td is LEAF:
         return next(it)
     if isinstance(td, _Static):
         return td.value
     kind = td[0]
     if kind is tuple or kind is list:
-        return kind(_unflatten(c, it) for c in td[1])
+        return kind([_unflatten(c, it, rebuild) for c in td[1]])
     if kind is dict:
-        return {k: _unflatten(c, it) for k, c in zip(td[1], td[2])}
+        return {k: _unflatten(c, it, rebuild) for k, c in zip(td[1], td[2])}
+    if kind is PYTREE:
+        children = tuple([_unflatten(c, it, rebuild) for c in td[3]])
+        if rebuild is not None:
+            return rebuild(td[1], td[2].value, children)
+        return td[1].unflatten(td[2].value, children)
     if kind is attrs:
         cls, names, children = td[1], td[2], td[3]
         obj = object.__new__(cls)
         for n, c in zip(names, children):
-            object.__setattr__(obj, n, _unflatten(c, it))
+            object.__setattr__(obj, n, _unflatten(c, it, rebuild))
         if hasattr(cls, "_attrs_cached_hash"):  # attrs' cache_hash slot: not computed yet
             object.__setattr__(obj, "_attrs_cached_hash", None)
         return obj
     # namedtuple
-    return kind(*(_unflatten(c, it) for c in td[1]))
+    return kind(*[_unflatten(c, it, rebuild) for c in td[1]])
+
+
+def children_of(td) -> tuple:
+    """The treedefs of the children of container treedef ``td`` (none for a leaf or a
+    static value), whatever its kind.
+
+    >>> import hlodsl as hd
+    >>> children_of(flatten({"w": hd.array([1.0]), "n": 3})[1])
+    ('*', static(3))
+    """
+    if td is LEAF or isinstance(td, _Static):
+        return ()
+    kind = td[0]
+    if kind is dict:
+        return td[2]
+    if kind is attrs or kind is PYTREE:
+        return td[3]
+    return td[1]
+
+
+def with_children(td, children: tuple):
+    """Container treedef ``td`` with its children's treedefs replaced by ``children``."""
+    kind = td[0]
+    if kind is dict:
+        return (dict, td[1], children, *td[3:])
+    if kind is attrs or kind is PYTREE:
+        return (*td[:3], children)
+    return (kind, children)
 
 
 def leaf_paths(treedef, base: str) -> list[str]:
@@ -276,6 +352,9 @@ def _paths(td, path: str, out: list[str]) -> None:
     elif kind is attrs:
         for n, c in zip(td[2], td[3]):
             _paths(c, f"{path}.{n}", out)
+    elif kind is PYTREE:
+        for i, c in enumerate(td[3]):
+            _paths(c, td[1].child_path(path, i), out)
     else:  # namedtuple
         for n, c in zip(kind._fields, td[1]):
             _paths(c, f"{path}.{n}", out)
@@ -309,6 +388,24 @@ def tree_map(f, tree, *rest):
         others.append(other_leaves)
     return unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
+
+
+def abstract(x):
+    """``x`` with every ``ArrayType`` in tuples, lists, dicts and registered classes as an
+    array of that type holding no data: staging reads only types (``hd.export``,
+    ``hd.code_hlo``)."""
+    if isinstance(x, ArrayType):
+        return Array._from_buffer(None, x)
+    t = type(x)
+    if t is tuple or t is list:
+        return t(abstract(v) for v in x)
+    if t is dict:
+        return {k: abstract(v) for k, v in x.items()}
+    node = NODES.get(t)
+    if node is not None:  # a registered class holding types
+        children, aux = node.flatten(x)
+        return node.unflatten(aux, tuple(abstract(v) for v in children))
+    return x
 
 
 def block_until_ready(tree):

@@ -9,15 +9,18 @@ in the runtime only:
    compiled entry itself.
 2. Otherwise the plan knows where the arrays are: top-level arguments, the
    values of top-level dicts, Python numbers (traced scalars, ``hlodsl.scalars``),
-   and which arguments are static values. It gathers the leaves and the rest of
-   the signature key (dict keys, static values, the leaves' classes) with no walk
-   over the structure and no type dispatch per leaf.
+   which arguments are static values, and, for a nested argument (dicts of
+   dicts, lists, tuples, registered classes), a *walker* written for its
+   structure (``hlodsl.compilation.walkers``). It gathers the leaves and the
+   rest of the signature key (dict keys, static values, the leaves' classes)
+   with no general walk over the structure and no type dispatch per leaf.
 3. The leaves' device buffers go to PJRT's execute (``hlodsl.runtime``); the
    outputs come back as arrays of the classes the signature fixed.
 
-Arguments of any other structure (lists, namedtuples, attrs instances, dicts
-inside dicts, numpy arrays) take the general path: ``hlodsl.tree`` flattens
-them, and the signature is looked up by the whole structure.
+Arguments of any other structure (namedtuples, attrs instances, dicts of
+non-string keys, numpy arrays), or of another structure than the walker's,
+take the general path: ``hlodsl.tree`` flattens them, and the signature is
+looked up by the whole structure.
 
 >>> import numpy as np, hlodsl as hd
 >>> f = hd.compile(lambda p, x: p["w"] @ x + p["b"])
@@ -33,11 +36,12 @@ from __future__ import annotations
 from hlodsl.arrays.array import _TYPES as _ARRAY_CLASSES
 from hlodsl.arrays.array import ConsumedBuffer, array_class
 from .bindings import moved
+from .walkers import ARRAYS, DICT, NUMBER, STATIC, TREE, gatherer, nested, rebuilder
 from hlodsl.context import STATE
 from hlodsl.errors import DonatedArrayError, staging_error
 from hlodsl.ir.printer import module_text
 from hlodsl.runtime import Executable, compile_hlo, is_deleted
-from hlodsl.arrays.tree import LEAF, unflatten
+from hlodsl.arrays.tree import LEAF, children_of, unflatten
 
 __all__ = ["Entry", "DonatingEntry", "CallTable", "Layout", "run_entry", "any_sharded",
            "use_sharding", "forget", "before_donation"]
@@ -253,6 +257,9 @@ def _rebuilder(out_tree, classes: tuple):
             keys = out_tree[1]
             return lambda outs: dict(zip(keys, map(_wrap, classes, outs)))
         return lambda outs: kind(map(_wrap, classes, outs))
+    written = rebuilder(out_tree, classes)  # nested: code written for the structure
+    if written is not None:
+        return written
 
     def rebuild(outs):
         return unflatten(out_tree, map(_wrap, classes, outs))
@@ -262,9 +269,6 @@ def _rebuilder(out_tree, classes: tuple):
 
 # -- plans: where a call's arrays are, by the classes of its top-level arguments ----------
 
-#: Segment kinds of a ``Layout``: arrays at positions [i, j); the values of the dict at
-#: i; a static value at i (int, str, bool, None); a Python number at i (a traced scalar).
-ARRAYS, DICT, STATIC, NUMBER = 0, 1, 2, 3
 _STATIC_TYPES = (int, str, bool, type(None))
 
 
@@ -273,36 +277,40 @@ class Layout:
 
     ``segments`` is ``((kind, i, j), ...)`` over the top-level values (positional,
     then keyword), or None when some argument has a structure only ``hlodsl.tree``
-    walks: such calls take the general path. ``table`` maps the rest of the
-    signature key (``gather``) to the cells ``[entry, used]`` of the compiled cache.
+    walks: such calls take the general path. ``gather(values) -> (leaves, key)`` is
+    code written for the segments (``hlodsl.compilation.walkers``): the arrays of a
+    call in ``hlodsl.tree``'s order, and what of the signature the top-level classes
+    do not say (None: a nested argument is not structured as the one it was written
+    for). ``table`` maps that key to the cells ``[entry, used]`` of the compiled
+    cache. Calls whose nested arguments have other structures (with the same
+    top-level classes) find theirs among ``others``, layouts of their own.
     """
 
-    __slots__ = ("segments", "table", "key")
+    __slots__ = ("segments", "gather", "table", "key", "others", "primary")
 
-    def __init__(self, key, values: tuple, static: frozenset):
+    #: How many other structures of nested arguments one layout keeps plans for.
+    MAX_OTHERS = 8
+
+    def __init__(self, key, values: tuple, static: frozenset, primary: Layout | None = None):
         self.key = key
         self.table: dict = {}
-        self.segments = _segments(values, static)
+        segments = _segments(values, static)
+        self.gather = None if segments is None else gatherer(segments)
+        # (a nested value's structure is in the code: the segments keep no value)
+        self.segments = None if self.gather is None else tuple(
+            (kind, i, None if kind is TREE else j) for kind, i, j in segments)
+        self.others: list[Layout] = []
+        self.primary = primary  # the layout this one is among the others of
 
-    def gather(self, values: tuple) -> tuple[list, tuple]:
-        """``(leaves, key)``: the arrays of a call in ``hlodsl.tree``'s order, and what of
-        the signature the top-level classes do not say."""
-        leaves: list = []
-        parts: list = []
-        for kind, i, j in self.segments:
-            if kind is ARRAYS:
-                leaves += values[i:j]
-            elif kind is DICT:
-                d = values[i]
-                parts.append(tuple(d))
-                leaves += d.values()
-            elif kind is STATIC:
-                parts.append(values[i])
-            else:
-                from hlodsl.arrays.scalars import traced_scalar  # a Python number: its shared array
-
-                leaves.append(traced_scalar(values[i]))
-        return leaves, (*parts, *map(type, leaves))
+    def other(self, values: tuple) -> tuple[list, list | None]:
+        """``(leaves, cell)`` of a call whose nested arguments are not structured as
+        this layout's walkers', by the other layouts' (cell None: not found)."""
+        for layout in self.others:
+            leaves, rest = layout.gather(values)
+            cell = layout.table.get(rest)
+            if cell is not None:
+                return leaves, cell
+        return [], None
 
 
 def _segments(values: tuple, static: frozenset):
@@ -314,6 +322,10 @@ def _segments(values: tuple, static: frozenset):
                 segments[-1] = (ARRAYS, segments[-1][1], i + 1)
             else:
                 segments.append((ARRAYS, i, i + 1))
+        elif nested(v):
+            if i in static:
+                return None
+            segments.append((TREE, i, v))
         elif t is dict and all(type(k) is str for k in v):
             segments.append((DICT, i, i + 1))
         elif t in _STATIC_TYPES:
@@ -372,6 +384,8 @@ class CallTable:
         if plan is not None and plan.segments is not None:
             leaves, rest = plan.gather(values)
             cell = plan.table.get(rest)
+            if cell is None and plan.others:  # another structure of nested arguments
+                leaves, cell = plan.other(values)
             if cell is not None:
                 cell[1] = True
                 return cell[0].run(leaves)
@@ -396,16 +410,57 @@ class CallTable:
                 self._plans[key] = plan
             if plan.segments is None:
                 return
+            if _keys_not_all_strings(signature[0]):
+                return  # keys equal across types (1 == 1.0): calls take the general path
             mine, rest = plan.gather(values)
-            if len(mine) != len(leaves) or not all(a is b for a, b in zip(mine, leaves)) or \
-                    not all(type(k) is str for kind, i, _ in plan.segments if kind is DICT
-                            for k in values[i]):
-                # Not the arrays hlodsl.arrays.tree finds, or dict keys other than strings
-                # (1 == 1.0 == True as keys): this plan leaves such calls to the general path.
-                plan.segments = None
-                return
+            if rest is None or not _same(mine, leaves):
+                # Another structure (a nested argument the walkers were not written for, a
+                # dict of arrays now holding a structure): a layout of its own.
+                other = _other_layout(plan, values, leaves,
+                                      self._static_values(args, kwargs))
+                if other is None:
+                    if rest is not None:  # not the arrays hlodsl.arrays.tree finds (numpy
+                        plan.segments = None  # arrays, say): such calls take the general path
+                    return
+                plan = other
+                mine, rest = plan.gather(values)
             plan.table[rest] = cell
             entry.plans.append((plan.table, rest, plan))
+
+
+def _same(mine: list, leaves: list) -> bool:
+    return len(mine) == len(leaves) and all(a is b for a, b in zip(mine, leaves))
+
+
+def _other_layout(plan: Layout, values: tuple, leaves: list,
+                  static: frozenset) -> Layout | None:
+    """The layout among ``plan``'s others that gathers exactly ``leaves`` from ``values``,
+    made if there is room (None: there is not, or no layout covers the values)."""
+    for layout in plan.others:
+        mine, rest = layout.gather(values)
+        if rest is not None and _same(mine, leaves):
+            return layout
+    if len(plan.others) >= Layout.MAX_OTHERS:
+        return None
+    layout = Layout(plan.key, values, static, primary=plan)
+    if layout.segments is None:
+        return None
+    mine, rest = layout.gather(values)
+    if rest is None or not _same(mine, leaves):
+        return None
+    plan.others.append(layout)
+    return layout
+
+
+def _keys_not_all_strings(treedef) -> bool:
+    """Whether a dict in ``treedef`` has keys other than strings (its node has a fourth
+    item, the keys' ``static_key``s): keys such as ``1``, ``1.0`` and ``True`` are equal,
+    so a plan keyed by the keys themselves would take one for another."""
+    if type(treedef) is not tuple:
+        return False
+    if treedef[0] is dict and len(treedef) == 4:
+        return True
+    return any(_keys_not_all_strings(c) for c in children_of(treedef))
 
 
 def forget(plans: dict, entry) -> None:
@@ -415,6 +470,11 @@ def forget(plans: dict, entry) -> None:
         cell = table.get(key)
         if cell is not None and type(cell) is list and cell[0] is entry:
             del table[key]
-        if layout is not None and not layout.table and plans.get(layout.key) is layout:
+        if layout is None or layout.table:
+            continue
+        if layout.primary is not None and layout in layout.primary.others:
+            layout.primary.others.remove(layout)
+            layout = layout.primary
+        if plans.get(layout.key) is layout and not layout.table and not layout.others:
             del plans[layout.key]
     entry.plans.clear()

@@ -28,6 +28,7 @@ from hlodsl.settings import config, memory_size
 from .signature import describe
 from hlodsl.arrays.scalars import lift_arguments, static_positions
 from hlodsl.ir.staging import Staged, stage
+from hlodsl.ir.target import live_platform
 from hlodsl.arrays.tree import flatten, flatten_traced
 
 __all__ = ["compile", "Compiled", "use_conversion", "use_pipeline", "use_sharding", "Entry",
@@ -63,10 +64,13 @@ def use_pipeline(runner) -> None:
     _PIPELINE[:] = [runner]
 
 
-def build_entry(staged: Staged, name: str, passes=None, memory_limit: int | None = None,
+def build_entry(staged: Staged, name: str, passes=None, memory_limit: int | str | None = None,
                 donated: tuple[int, ...] = ()):
     """The cache entry of ``staged``: compiled as it is, or through the pass pipeline;
-    ``donated`` leaves may give their buffers to results (``Entry.build``)."""
+    ``donated`` leaves may give their buffers to results (``Entry.build``).
+    ``memory_limit="auto"`` is measured now (``hlodsl.settings.memory_size``)."""
+    if memory_limit == "auto":
+        memory_limit = memory_size("auto", f"compile({name}): memory_limit")
     if passes is None and memory_limit is None:
         return Entry.build(staged, name, donated)
     if not _PIPELINE:
@@ -104,7 +108,10 @@ class Compiled(CallTable):
             raise ValueError(f"compile({fn_name}): donate_argnums/donate_argnames and "
                              "in_shardings/out_shardings cannot be combined yet (partitioned "
                              "programs do not alias their arguments)")
-        self.memory_limit = None if memory_limit is None else memory_size(memory_limit)
+        # "auto" stays "auto": measured when each signature compiles (build_entry).
+        self.memory_limit = None if memory_limit is None else "auto" \
+            if isinstance(memory_limit, str) and memory_limit.strip().lower() == "auto" \
+            else memory_size(memory_limit)
         self.passes = _check_passes(passes, fn_name)
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "compiled")
@@ -313,6 +320,10 @@ class Compiled(CallTable):
         return self._staged_fn
 
     def _compile(self, args, kwargs) -> Entry:
+        with live_platform():  # what runs here is staged for this runtime's platform
+            return self._compile_here(args, kwargs)
+
+    def _compile_here(self, args, kwargs) -> Entry:
         if self.sharded or any_sharded(flatten((args, kwargs))[0]):
             from .argument_shardings import leaf_shardings
 
@@ -422,7 +433,9 @@ def compile(fn=None, *, name: str | None = None, convert: bool = True,
     ``convert=False`` stages ``fn`` exactly as written. ``cache_size`` bounds the
     signatures kept compiled (default ``hlodsl.config.compile_cache_size``).
 
-    ``memory_limit`` (bytes, or ``"1GiB"``) makes each signature's temporary
+    ``memory_limit`` (bytes, ``"1GiB"``, or ``"auto"``: a fraction,
+    ``hlodsl.config.auto_memory_fraction``, of the memory free on the device
+    when a signature compiles; the host's on a CPU) makes each signature's temporary
     memory (XLA's own count) stay under it: passes over the staged program
     reorder dot chains, replace naive distance computations and split what
     produces large tensors into loops over slices, or compiling raises

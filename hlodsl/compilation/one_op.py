@@ -15,6 +15,7 @@ from __future__ import annotations
 from .compiler import Entry, run_entry
 from hlodsl.ir.op import HloOp, use_eager
 from hlodsl.ir.staging import stage_types
+from hlodsl.ir.target import live_platform
 from hlodsl.arrays.tree import flat_treedef
 
 __all__ = ["build"]
@@ -22,7 +23,8 @@ __all__ = ["build"]
 
 def build(op: HloOp, types: tuple) -> Entry:
     """The compiled entry of ``lambda *xs: op(*xs)`` staged on ``types``."""
-    staged = stage_types(lambda *xs: op(*xs), flat_treedef(len(types)), types, op.opcode)
+    with live_platform():  # an eager call runs here: staged for this runtime's platform
+        staged = stage_types(lambda *xs: op(*xs), flat_treedef(len(types)), types, op.opcode)
     return Entry.build(staged, f"eager_{op.opcode}")
 
 

@@ -20,6 +20,7 @@ import attrs
 import numpy as np
 
 from hlodsl.arrays.array import Array, Token
+from hlodsl.arrays.pytrees import NODES
 from hlodsl.arrays.tree import compared_by_identity
 
 __all__ = ["describe"]
@@ -69,6 +70,12 @@ def _walk(x, path: str, out: dict, by_identity: list | None) -> None:
     elif type(x) is dict:
         for k, v in x.items():
             _walk(v, f"{path}[{k!r}]", out, by_identity)
+    elif type(x) in NODES:  # a registered class (hd.register_pytree_node)
+        node = NODES[type(x)]
+        children, aux = node.flatten(x)
+        for i, v in enumerate(children):
+            _walk(v, node.child_path(path, i), out, by_identity)
+        out[f"{path} (aux data)"] = f"static {aux!r}"
     elif attrs.has(type(x)):
         for f in attrs.fields(type(x)):
             _walk(getattr(x, f.name), f"{path}.{f.name}", out, by_identity)

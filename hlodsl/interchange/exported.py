@@ -40,13 +40,17 @@ import threading
 
 import attrs
 
-from hlodsl.arrays.array import Array, array_class
+from hlodsl.arrays.array import Array, ConsumedBuffer, array_class
+from hlodsl.compilation.call import aliases
 from hlodsl.compilation.compiler import Compiled, _convert, any_sharded, build_entry
 from hlodsl.arrays.dtypes import element_type
 from hlodsl.errors import ExportError
 from hlodsl.ir.printer import module_text
 from hlodsl.ir.staging import stage
-from hlodsl.arrays.tree import LEAF, _Static, flatten, leaf_paths, unflatten
+from hlodsl.ir.target import platform_name, runtime_platform, staging_platform
+from hlodsl.arrays.pytrees import NODES, NodeText
+from hlodsl.arrays.tree import (LEAF, PYTREE, _Static, abstract, children_of, flatten,
+                                leaf_paths, unflatten)
 from hlodsl.arrays.types import ArrayType
 
 __all__ = ["export", "deserialize", "Exported", "FORMAT", "MAGIC", "TARGET"]
@@ -59,7 +63,8 @@ _HEADER = struct.Struct("<8sHI")
 
 #: The StableHLO version artifacts are written for: that of jaxlib 0.10.2, the oldest
 #: release hlodsl supports, so an artifact written on any supported stack loads on
-#: every other (StableHLO reads older versions for years; newer ones not at all).
+#: every other (StableHLO reads older versions for years; newer ones not at all), unless
+#: the program needs a newer one (export says which it wrote).
 TARGET = "1.17.0"
 
 
@@ -79,7 +84,9 @@ def _hlodsl_version() -> str:
 # -- structures as JSON -------------------------------------------------------------
 # An exported program is called without the Python that made it, so its structures
 # are the ones JSON can say: tuples, lists, dicts with string keys, arrays (by type),
-# and static values that JSON holds exactly (floats as hex, so -0.0 and nan survive).
+# and static values that JSON holds exactly (floats as hex, so -0.0 and nan survive);
+# a registered class (hd.register_pytree_node) by its name and its aux data as JSON,
+# found again by name among the classes the loading process registered.
 
 def _static_json(value, where: str, name: str):
     if value is None or type(value) in (bool, int, str):
@@ -107,12 +114,50 @@ def _tree_json(td, where: str, name: str):
     if kind is dict and len(td) == 3:
         return {"dict": [[k, _tree_json(c, f"{where}[{k!r}]", name)]
                          for k, c in zip(td[1], td[2])]}
+    if kind is PYTREE:
+        node = td[1]
+        return {"node": node.name, "aux": _aux_json(td[2].value, where, node, name),
+                "children": [_tree_json(c, node.child_path(where, i), name)
+                             for i, c in enumerate(td[3])]}
     what = ("a dict with non-string keys" if kind is dict else
             f"a {(td[1] if kind is attrs else kind).__name__} instance")
     raise ExportError(
         f"export({name}): {where} is {what}; an exported program is called without the "
-        "Python source, so its arguments and results are arrays in tuples, lists and "
-        "dicts with string keys (attrs.asdict or namedtuple._asdict turn a class into one)")
+        "Python source, so its arguments and results are arrays in tuples, lists, "
+        "dicts with string keys and registered classes (hd.register_dataclass, "
+        "hd.register_pytree_node; attrs.asdict or namedtuple._asdict turn a class into a dict)")
+
+
+def _aux_json(aux, where: str, node, name: str):
+    """A registered node's aux data as JSON: None, bool, int, str, float and tuples."""
+    if type(aux) is tuple:
+        return {"tuple": [_aux_json(v, where, node, name) for v in aux]}
+    if aux is None or type(aux) in (bool, int, str):
+        return {"static": aux}
+    if type(aux) is float:
+        return {"float": aux.hex()}
+    raise ExportError(
+        f"export({name}): {where} is a {node.cls.__qualname__}, whose aux data holds a "
+        f"{type(aux).__name__} ({aux!r:.40}); an exported program keeps aux data as JSON: "
+        "None, bool, int, float, str and tuples of those")
+
+
+def _aux_from_json(j):
+    if "tuple" in j:
+        return tuple(_aux_from_json(v) for v in j["tuple"])
+    return float.fromhex(j["float"]) if "float" in j else j["static"]
+
+
+def _node_named(name: str):
+    """The registered class an exported program names."""
+    for node in list(NODES.values()):
+        if node.name == name:
+            return node
+    raise ExportError(
+        f"deserialize: the program's arguments or results hold a {name}, a class registered "
+        "as a pytree where it was exported; register it in this process too (import the "
+        "module that calls hd.register_dataclass / hd.register_pytree_node) before "
+        "deserializing")
 
 
 def _in_tree_json(tree, params: list[str], name: str):
@@ -151,6 +196,9 @@ def _tree_from_json(j):
     if "tuple" in j or "list" in j:
         kind = tuple if "tuple" in j else list
         return (kind, tuple(_tree_from_json(c) for c in j[kind.__name__]))
+    if "node" in j:
+        return (PYTREE, _node_named(j["node"]), _Static(_aux_from_json(j["aux"])),
+                tuple(_tree_from_json(c) for c in j["children"]))
     keys = tuple(k for k, _ in j["dict"])
     return (dict, keys, tuple(_tree_from_json(c) for _, c in j["dict"]))
 
@@ -172,7 +220,9 @@ class Exported:
     ``in_types``/``out_types`` are the arrays' types in flattening order,
     ``in_paths``/``out_paths`` their names (``params['w']``, ``out[1]``),
     ``in_shardings``/``out_shardings`` their layouts (None: one device),
-    ``donated`` the indices of donated arguments (none: hlodsl does not donate),
+    ``donated`` the indices (in ``in_types``) of the arrays whose buffers a call takes
+    over for its results (``donate_argnums`` of the ``hd.compile``d function exported:
+    after a call they read as donated, ``hd.DonatedArrayError``),
     ``versions`` the hlodsl, jax, jaxlib and StableHLO versions that wrote it.
     """
 
@@ -215,7 +265,7 @@ class Exported:
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{p}: {t}" for p, t in zip(self.in_paths, self.in_types))
-        outs = unflatten(self.out_tree, [_Shown(t) for t in self.out_types])
+        outs = unflatten(self.out_tree, [_Shown(t) for t in self.out_types], node=NodeText)
         return f"Exported({self.name}({ins}) -> {outs!r})"
 
     # -- bytes -------------------------------------------------------------------------
@@ -260,7 +310,16 @@ class Exported:
                                 "an exported program runs on arrays, not inside hd.compile or "
                                 "a transformation (its hlo_text() is the program to import "
                                 "for that)")
-        outs = self._executable().execute([a._buf for a in leaves])
+        bufs = [a._buf for a in leaves]
+        for j in self.donated:
+            if any(b is bufs[j] for k, b in enumerate(bufs) if k != j):
+                raise ValueError(f"{self.name} (exported): the donated argument "
+                                 f"{self.in_paths[j]} is also passed as another argument: a "
+                                 "buffer handed over to the results cannot be read by the "
+                                 "same call (pass a copy)")
+        outs = self._executable().execute(bufs)
+        for j in self.donated:  # their buffers are the results' now
+            leaves[j]._buf = ConsumedBuffer(f"{self.name} (exported)")
         return unflatten(self.out_tree, [Array._from_buffer(b, t)
                                          for b, t in zip(outs, self.out_types)])
 
@@ -308,9 +367,9 @@ class Exported:
         here = platform()
         if here != self.platform and "custom-call" in text:
             raise ExportError(
-                f"{self.name} (exported): it was exported on {self.platform} and calls "
+                f"{self.name} (exported): it was exported for {self.platform} and calls "
                 f"{self.platform} kernels (custom calls), which {here} lacks; export it "
-                f"again on {here}")
+                f"again for {here} (hd.export(..., platform={here!r}))")
         return compile_hlo(text, out_types=[(t.shape, t.dtype.np_dtype)
                                             for t in self.out_types], stablehlo=module)
 
@@ -331,7 +390,7 @@ def _count(tree) -> int:
         return 1
     if isinstance(tree, _Static):
         return 0
-    return sum(_count(c) for c in (tree[2] if tree[0] is dict else tree[1]))
+    return sum(_count(c) for c in children_of(tree))
 
 
 _KINDS = {bool: "b", int: "biuf", float: "f", complex: "c"}  # Python number -> numpy kinds
@@ -359,6 +418,11 @@ def _lift(tree, x, types):
         return kind(_lift(c, v, types) for c, v in zip(tree[1], x))
     if kind is dict and type(x) is dict and tuple(x) == tree[1]:
         return {k: _lift(c, x[k], types) for k, c in zip(tree[1], tree[2])}
+    if kind is PYTREE and type(x) is tree[1].cls:
+        children, aux = tree[1].flatten(x)
+        if len(children) == len(tree[3]):
+            return tree[1].unflatten(aux, tuple(_lift(c, v, types)
+                                                for c, v in zip(tree[3], children)))
     for _ in range(_count(tree)):  # a structure that differs: the call will say so
         next(types)
     return x
@@ -370,27 +434,13 @@ def _statics(tree) -> list:
         return [tree.value]
     if tree is LEAF:
         return []
-    kind = tree[0]  # a call's tree may hold attrs classes and namedtuples too
-    children = tree[3] if kind is attrs else tree[2] if kind is dict else tree[1]
-    return [v for c in children for v in _statics(c)]
+    # A call's tree may hold attrs classes and namedtuples too.
+    return [v for c in children_of(tree) for v in _statics(c)]
 
 
 # -- export --------------------------------------------------------------------------
 
-def _abstract(x):
-    """``x`` with every ``ArrayType`` in tuples, lists and dicts as an array of that type
-    holding no data (staging reads only types)."""
-    if isinstance(x, ArrayType):
-        return Array._from_buffer(None, x)
-    t = type(x)
-    if t is tuple or t is list:
-        return t(_abstract(v) for v in x)
-    if t is dict:
-        return {k: _abstract(v) for k, v in x.items()}
-    return x
-
-
-def export(f, *args, **kwargs) -> Exported:
+def export(f, *args, platform: str | None = None, **kwargs) -> Exported:
     """Stage ``f`` for these arguments' types into an ``Exported`` program.
 
     Arrays in the arguments (in tuples, lists and dicts) may be given as
@@ -398,7 +448,11 @@ def export(f, *args, **kwargs) -> Exported:
     value is static: it is staged into the program, and a call of the exported
     program must pass the same value (None, bool, int, float or str). ``f``
     may be an ``hd.compile``d function: its passes or memory limit rewrite the
-    program first, as its calls would run it.
+    program first, as its calls would run it. ``platform`` (``"cpu"``,
+    ``"gpu"``; default: the runtime's) is the platform the program is staged
+    for and will run on (``hlodsl.ir.target``): a program exported here for
+    ``"gpu"`` calls cuSOLVER where one for ``"cpu"`` calls LAPACK. A compiled
+    function's passes need the runtime's own platform.
 
     >>> import hlodsl as hd
     >>> e = hd.export(lambda w, x: w @ x, hd.ArrayType(hd.float32, (3, 4)),
@@ -406,13 +460,13 @@ def export(f, *args, **kwargs) -> Exported:
     >>> e.in_types, e.out_types
     ((ArrayType(float32, (3, 4)), ArrayType(float32, (4,))), (ArrayType(float32, (3,)),))
     """
-    from hlodsl.runtime import platform, portable_artifact, versions
+    from hlodsl.runtime import portable_artifact, versions
 
     if not callable(f):
         raise TypeError(f"export: f must be a callable (the function to export), got "
                         f"{type(f).__name__}; call it as export(f, *args)")
     name = f.name if isinstance(f, Compiled) else getattr(f, "__name__", "f")
-    args, kwargs = _abstract(args), _abstract(kwargs)
+    args, kwargs = abstract(args), abstract(kwargs)
     leaves, in_tree = flatten((args, kwargs))
     if any_sharded(leaves) or isinstance(f, Compiled) and f.sharded:
         raise ExportError(f"export({name}): programs over several devices (sharded arguments "
@@ -421,24 +475,51 @@ def export(f, *args, **kwargs) -> Exported:
     _in_tree_json(in_tree, _positional_names(f.fn if isinstance(f, Compiled) else f,
                                              len(args)), name)
     fn = f.staged_fn if isinstance(f, Compiled) else _convert(f)
-    staged = stage(fn, args, kwargs, name)
-    if isinstance(f, Compiled) and (f.passes is not None or f.memory_limit is not None):
+    target = runtime_platform() if platform is None else platform_name(platform,
+                                                                       "export: platform")
+    passes = isinstance(f, Compiled) and (f.passes is not None or f.memory_limit is not None)
+    if passes and target != runtime_platform():
+        raise ExportError(f"export({name}): its passes (memory_limit) compile with the "
+                          f"platform's XLA, and this process runs {runtime_platform()!r}, "
+                          f"not {target!r}; export the function without them")
+    with staging_platform(target):
+        staged = stage(fn, args, kwargs, name)
+    if passes:
         staged = build_entry(staged, name, f.passes, f.memory_limit).staged
     for t in staged.out_types:
         if not isinstance(t, ArrayType):
             raise ExportError(f"export({name}): a program can only return arrays, not {t}")
     _tree_json(staged.out_tree, "result out", name)
-    text = module_text(staged.computation, name)
+    # Donated arguments (donate_argnums of a compiled f) stay donated: the module aliases
+    # them to results, as the compiled function's own executable does.
+    pairs = aliases(staged, f._donated_leaves(args, kwargs))[0] \
+        if isinstance(f, Compiled) and f.donates else ()
+    text = module_text(staged.computation, name, aliases=pairs)
     if "xla.sdy." in text:
         raise ExportError(f"export({name}): the program annotates shardings; programs over "
                           "several devices cannot be exported yet")
+    calls = getattr(text, "host_callbacks", ())
+    if calls:
+        raise ExportError(f"export({name}): the program calls Python on the host "
+                          f"({', '.join(n for n, _ in calls)}): an exported program runs "
+                          "without Python, so it cannot; export the program without "
+                          "debug_print, pure_callback or io_callback")
     current = versions()
-    target = min(TARGET, current["stablehlo"], key=_version_tuple)
-    artifact = portable_artifact(text, target)
+    version = min(TARGET, current["stablehlo"], key=_version_tuple)
+    try:
+        artifact = portable_artifact(text, version)
+    except ValueError:
+        # Some programs need a newer StableHLO than TARGET: jaxlib 0.11's converter writes
+        # a custom call with result layouts (cuSOLVER's) as custom_call_v2 (StableHLO
+        # 1.18). Those are written at this jaxlib's own version, which it records.
+        version = current["stablehlo"]
+        artifact = portable_artifact(text, version)
     names = staged.computation.param_names
-    return Exported(name, in_tree, staged.in_types, names, staged.out_tree, staged.out_types,
-                    artifact, {"hlodsl": _hlodsl_version(), **current, "stablehlo": target},
-                    platform())
+    exported = Exported(name, in_tree, staged.in_types, names, staged.out_tree,
+                        staged.out_types, artifact,
+                        {"hlodsl": _hlodsl_version(), **current, "stablehlo": version}, target)
+    exported.donated = tuple(sorted(p for _, p in pairs))
+    return exported
 
 
 # -- deserialize ---------------------------------------------------------------------
@@ -496,8 +577,10 @@ def deserialize(data: bytes) -> Exported:
     if any(s is not None for s in meta["in_shardings"] + meta["out_shardings"]):
         raise ExportError("deserialize: the program is sharded over several devices, which "
                           "this hlodsl does not run from an export")
-    return Exported(meta["name"], in_tree, in_types, meta["in_paths"], out_tree, out_types,
-                    artifact, wrote, meta["platform"])
+    exported = Exported(meta["name"], in_tree, in_types, meta["in_paths"], out_tree,
+                        out_types, artifact, wrote, meta["platform"])
+    exported.donated = tuple(meta.get("donated", ()))
+    return exported
 
 
 def _metadata(data: bytes, length: int):

@@ -28,7 +28,8 @@ from hlodsl.runtime import compile_hlo
 from hlodsl.runtime.executables import METADATA as _METADATA
 from hlodsl.settings import memory_size
 from hlodsl.ir.staging import stage
-from hlodsl.arrays.tree import flatten
+from hlodsl.ir.target import platform_name, runtime_platform, staging_platform
+from hlodsl.arrays.tree import abstract, flatten
 from hlodsl.arrays.types import ArrayType
 
 __all__ = ["code_typed", "code_hlo", "CodeText"]
@@ -86,7 +87,10 @@ class CodeText(str):
         if self._run is None:
             raise ValueError("profile(): only the text of code_hlo(f, *args) knows the "
                              "program and its arguments; call hd.profile(f, *args) instead")
-        f, args, kwargs, passes, memory_limit = self._run
+        f, args, kwargs, passes, memory_limit, platform = self._run
+        if _foreign(platform, False, None, None) is not None:
+            raise ValueError(f"profile(): the module was staged for {platform!r}, and this "
+                             f"process runs XLA:{runtime_platform().upper()}")
         if passes is not None or memory_limit is not None:  # the program those passes make
             f = compile_fn(f.fn if isinstance(f, Compiled) else f, passes=passes,
                            memory_limit=memory_limit)
@@ -199,7 +203,7 @@ def _hlo(text: str, analysis: str | None = None, exe=None) -> CodeText:
 
 
 def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=None,
-             memory_limit=None, **kwargs) -> CodeText:
+             memory_limit=None, platform: str | None = None, **kwargs) -> CodeText:
     """The HLO module text of ``f`` for these arguments.
 
     ``optimize=False`` gives the module as hlodsl emits it (metadata with source
@@ -210,19 +214,60 @@ def code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=No
     takes them; a compiled function's own by default) show the module after
     hlodsl's passes over the staged program. ``.profile(runs=N)`` on the result
     runs the program under XLA's profiler (``hlodsl.profile``).
+
+    ``platform`` (``"cpu"`` or ``"gpu"``; default: the runtime's) stages for that
+    platform (``hlodsl.ir.target``): on a machine without a GPU,
+    ``platform="gpu"`` shows the module hlodsl would compile on one, with its
+    cuSOLVER and cuDNN custom calls. Only the module as emitted: ``optimize``,
+    ``passes``, ``memory_limit`` and ``.profile()`` need that platform's XLA. (A
+    keyword argument of ``f`` named ``platform`` cannot be passed through here.)
+
+    >>> import numpy as np, hlodsl as hd
+    >>> from hlodsl.stdlib import linalg
+    >>> text = hd.code_hlo(linalg.cholesky, hd.ArrayType(hd.float32, (4, 4)), platform="gpu")
+    >>> "cusolver_potrf_ffi" in text, "lapack" in text
+    (True, False)
     """
     out = _code_hlo(f, *args, optimize=optimize, metadata=metadata, passes=passes,
-                    memory_limit=memory_limit, **kwargs)
-    out._run = (f, args, kwargs, passes, memory_limit)
+                    memory_limit=memory_limit, platform=platform, **kwargs)
+    out._run = (f, args, kwargs, passes, memory_limit, platform)
     return out
 
 
+def _foreign(platform, optimize: bool, passes, memory_limit) -> str | None:
+    """The platform to stage for when it is not the runtime's (else None), checking
+    that nothing asked for needs that platform's XLA."""
+    if platform is None:
+        return None
+    target = platform_name(platform, "code_hlo: platform")
+    live = runtime_platform()
+    if target == live:
+        return None
+    for name, given in (("optimize=True", optimize),
+                        ("passes (a compiled function's own too)", passes is not None),
+                        ("memory_limit", memory_limit is not None)):
+        if given:
+            raise ValueError(f"code_hlo: {name} compiles with the platform's XLA, and this "
+                             f"process runs XLA:{live.upper()}, not {target!r}; leave it out "
+                             f"to see the module hlodsl emits for {target!r}")
+    return target
+
+
 def _code_hlo(f, *args, optimize: bool = False, metadata: bool = False, passes=None,
-              memory_limit=None, **kwargs) -> CodeText:
+              memory_limit=None, platform=None, **kwargs) -> CodeText:
     for flag, value in (("optimize", optimize), ("metadata", metadata)):
         if not isinstance(value, bool):
             raise TypeError(f"code_hlo: {flag} must be True or False (a bool), got {value!r} "
                             f"({type(value).__name__})")
+    args, kwargs = abstract(args), abstract(kwargs)
+    own = isinstance(f, Compiled) and (f.passes is not None or f.memory_limit is not None)
+    target = _foreign(platform, optimize, passes if passes is not None or not own else "own",
+                      memory_limit)
+    if target is not None:  # staged fresh: compiled entries are the runtime platform's
+        with staging_platform(target):
+            staged, name = _staged(f, args, kwargs, "code_hlo")
+        return _hlo(module_text(staged.computation, name, metadata=metadata),
+                    module_text(staged.computation, name))
     if not isinstance(f, Compiled) and passes is None and memory_limit is None and \
             any_sharded(flatten((args, kwargs))[0]):
         f = compile_fn(f)  # sharded arguments: the program partitioned over their mesh

@@ -48,8 +48,9 @@ from .hlo_text import HloModule, Instruction, flops, line_costs, parse_module
 from .hlo_text import source_label
 from .introspect_html import Table, _esc, _code_of, human
 from hlodsl.runtime.jaxlib_compat import XlaEvent, profile_events
-from hlodsl.runtime import platform
-from hlodsl.arrays.tree import block_until_ready
+from hlodsl.runtime import copy_buffer, platform
+from hlodsl.arrays.array import Array
+from hlodsl.arrays.tree import block_until_ready, flatten, unflatten
 
 __all__ = ["profile", "Profile", "InstructionTime", "LineTime"]
 
@@ -298,7 +299,9 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     ``f`` is compiled as ``hd.compile`` does (an ``hd.compile``d function uses its
     own cache entry). A warm-up call comes first, then ``runs`` plain calls
     timed (``wall_ns``) and ``runs`` calls under the profiler, alternating in
-    five rounds.
+    five rounds. A function compiled with ``donate_argnums`` runs each call on
+    copies of the donated arguments (made before the call is timed), so they
+    stay readable.
 
     >>> import numpy as np, hlodsl as hd
     >>> x = hd.array(np.ones((256, 256), np.float32))
@@ -317,11 +320,12 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     compiled = f if isinstance(f, Compiled) else compile_fn(f)
     entry = compiled.entry(*args, **kwargs)
     module = parse_module(entry.exe.optimized_hlo())
+    fresh = _fresh_arguments(compiled, args, kwargs)
 
-    def call():
-        block_until_ready(compiled(*args, **kwargs))
+    def call(arguments):
+        block_until_ready(compiled(*arguments[0], **arguments[1]))
 
-    call()  # warm: the first run of an executable touches its memory first
+    call(fresh())  # warm: the first run of an executable touches its memory first
     # Plain and profiled calls alternate in rounds, so that a machine busy with other
     # work for a while slows both sides of the comparison alike.
     rounds = [runs // _ROUNDS + (k < runs % _ROUNDS) for k in range(_ROUNDS)]
@@ -330,13 +334,14 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
     device = False
     for n in filter(None, rounds):
         for _ in range(n):
+            arguments = fresh()  # (copies of donated arguments: made before the clock)
             start = time.perf_counter_ns()
-            call()
+            call(arguments)
             walls.append(time.perf_counter_ns() - start)
 
         def measured(n=n):
-            for _ in range(n):
-                call()
+            for arguments in [fresh() for _ in range(n)]:
+                call(arguments)
 
         more, device = profile_events(measured)
         events += more
@@ -348,3 +353,23 @@ def profile(f, *args, runs: int = 20, **kwargs) -> Profile:
             f"{platform()} (this runtime does not name its events by HLO instruction); "
             "nothing can be attributed to source lines")
     return Profile(compiled.name, module, ours, runs, wall, device)
+
+
+def _fresh_arguments(compiled: Compiled, args: tuple, kwargs: dict):
+    """``() -> (args, kwargs)`` for one call: the arguments themselves, or, where
+    ``compiled`` donates some (``donate_argnums``), those with a copy of each array the
+    call would take over, so that every call runs and the caller's arrays stay readable."""
+    if not compiled.donates:
+        return lambda: (args, kwargs)
+    positions, names = compiled._donate
+
+    def copied(value):
+        leaves, tree = flatten(value)
+        return unflatten(tree, [Array._from_buffer(copy_buffer(a._buf), a.type)
+                                if isinstance(a, Array) else a for a in leaves])
+
+    def fresh():
+        return (tuple(copied(a) if i in positions else a for i, a in enumerate(args)),
+                {k: copied(v) if k in names else v for k, v in kwargs.items()})
+
+    return fresh

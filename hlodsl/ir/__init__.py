@@ -12,6 +12,7 @@ interpretation and printing as HLO text.
 | ``interpret`` | running a ``Computation`` node by node: ``evaluate``, ``replay`` |
 | ``printer`` | HLO module text: entry computation plus deduplicated sub-computations, with source metadata |
 | ``literals`` | how a numpy array is spelled as an HLO text literal |
+| ``target`` | the platform being staged for: ``target_platform``, ``staging_platform`` |
 
 May import: hlodsl.arrays, hlodsl.runtime, and the top of hlodsl (``errors``,
 ``settings``, ``cache``, ``context``). Nothing above this room (docs/index.md draws the

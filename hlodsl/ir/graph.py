@@ -18,7 +18,8 @@ from hlodsl.errors import SourceLocation, staging_error
 if TYPE_CHECKING:
     from hlodsl.arrays.types import AbstractType
 
-__all__ = ["Node", "Builder", "Computation", "current_builder", "OPCODES", "use_replay"]
+__all__ = ["Node", "Builder", "Computation", "current_builder", "OPCODES", "use_replay",
+           "has_side_effect"]
 
 #: Opcode -> op class, filled as ``hlodsl.ir.op.HloOp`` subclasses are defined (that
 #: module sits above this one): the builder makes its parameters and constants
@@ -55,6 +56,10 @@ class Node:
 class Builder:
     """Records the nodes of one computation; used as a context manager."""
 
+    #: Whether composite ops with a batching rule of their own are recorded whole, not
+    #: expanded (``vmap``'s example program, which is interpreted, never printed).
+    keeps_composites = False
+
     def __init__(self, name: str, capture=None):
         self.name = name
         #: ``capture(x) -> Node | None``, asked about a concrete array or a symbolic
@@ -66,6 +71,12 @@ class Builder:
         self.param_names: list[str] = []
         self._interned: dict[tuple, Node] = {}
         self._constants: dict[int, tuple[object, Node]] = {}
+        #: The token of the last ordered side effect staged here (a host callback with
+        #: ``ordered=True``): the next one takes it, so XLA runs them in program order.
+        self.token: Node | None = None
+        #: In a body: the input standing for the enclosing program's token, if taken
+        #: (hlodsl.transforms.body.ordered_token).
+        self.token_input: Node | None = None
 
     def __enter__(self) -> Builder:
         STATE.builders.append(self)
@@ -126,35 +137,49 @@ class Builder:
         return node
 
     def finish(self, root: Node) -> Computation:
-        return Computation(self.name, tuple(self.params),
-                           _reachable(self.nodes, root, self.params), root,
-                           tuple(self.param_names))
+        nodes, effects = _reachable(self.nodes, root, self.params)
+        return Computation(self.name, tuple(self.params), nodes, root,
+                           tuple(self.param_names), effects)
 
 
-def _reachable(nodes: list[Node], root: Node, params: list[Node]) -> tuple[Node, ...]:
+def has_side_effect(node: Node) -> bool:
+    """Whether ``node`` does something besides computing its result: a custom call with
+    ``has_side_effect`` (a host callback that prints, say), or a loop, branch or call
+    whose computations hold one. Such a node is kept whether or not it is used."""
+    op = node.op
+    if getattr(op, "has_side_effect", False):
+        return True
+    called = getattr(op, "called_computations", None)
+    return called is not None and any(
+        c.has_side_effect for c in called(tuple(o.type for o in node.operands)))
+
+
+def _reachable(nodes: list[Node], root: Node, params: list[Node]) -> tuple[tuple, bool]:
+    """The nodes the computation keeps, in order, and whether one has a side effect."""
     # Every parameter stays: HLO numbers parameters contiguously, used or not.
-    # So does every side-effecting instruction (a custom call with
-    # has_side_effect=True), whether or not the result depends on it.
-    live = {id(root), *(id(p) for p in params),
-            *(id(n) for n in nodes if getattr(n.op, "has_side_effect", False))}
+    # So does every side-effecting instruction, whether or not the result depends on it.
+    effects = [id(n) for n in nodes if has_side_effect(n)]
+    live = {id(root), *(id(p) for p in params), *effects}
     for node in reversed(nodes):
         if id(node) in live:
             live.update(id(o) for o in node.operands)
-    return tuple(n for n in nodes if id(n) in live)
+    return tuple(n for n in nodes if id(n) in live), bool(effects)
 
 
 class Computation:
     """A finished HLO computation: parameters, live nodes in order, root."""
 
-    __slots__ = ("name", "params", "nodes", "root", "param_names")
+    __slots__ = ("name", "params", "nodes", "root", "param_names", "has_side_effect")
 
     def __init__(self, name: str, params: tuple[Node, ...], nodes: tuple[Node, ...],
-                 root: Node, param_names: tuple[str, ...]):
+                 root: Node, param_names: tuple[str, ...], has_side_effect: bool = False):
         self.name = name
         self.params = params
         self.nodes = nodes
         self.root = root
         self.param_names = param_names
+        #: Whether running it does more than compute the root (``has_side_effect``).
+        self.has_side_effect = has_side_effect
 
     @property
     def param_types(self) -> tuple:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from hlodsl.arrays.types import TokenType
 from hlodsl.context import STATE
 from .graph import Computation, Node, use_replay
 from .structural import GetTupleElement, Parameter, Tuple
@@ -110,4 +111,6 @@ def _any(flags) -> bool:
 
 def _like(t, flag: bool):
     elements = getattr(t, "elements", None)
-    return flag if elements is None else tuple(_like(e, flag) for e in elements)
+    if elements is not None:
+        return tuple(_like(e, flag) for e in elements)
+    return flag and not isinstance(t, TokenType)  # a token orders effects: it holds no value

@@ -291,6 +291,11 @@ def apply_op(op: HloOp, builder: Builder | None, args):
     return op.stage(builder, args)
 
 
+#: ``[own(cls) -> bool]``: whether composite class ``cls`` has a batching rule of its own
+#: (``hlodsl.ir.rules`` hands it in).
+_OWN_BATCH_RULE: list = []
+
+
 class Composite(HloOp):
     """An op that stages as an expression of other ops instead of one instruction.
 
@@ -298,6 +303,10 @@ class Composite(HloOp):
     ``expand(*arrays)``, which calls other ops; that expression is what
     staging records, eagerly and under ``compile``. It is how to add an op
     that no single HLO instruction expresses, or that a backend lacks.
+
+    Derivatives and ``vmap`` see the ops ``expand`` calls, unless the class
+    has rules of its own: a ``vjp_rule`` with ``differentiate_expansion =
+    False``, a ``batch_rule`` (``vmap`` then batches the composite as a unit).
 
     >>> from hlodsl import ops
     >>> class Square(Composite, opcode="square-doc-example"):
@@ -318,6 +327,12 @@ class Composite(HloOp):
         raise NotImplementedError(f"{type(self).__name__} has no expand()")
 
     def stage(self, builder, args):
+        if getattr(builder, "keeps_composites", False) and _OWN_BATCH_RULE \
+                and _OWN_BATCH_RULE[0](type(self)) \
+                and not any(t.active and t.builder is builder for t in STATE.traces):
+            # vmap's example program: recorded whole, so that vmap batches it by its own
+            # rule (hlodsl.transforms.batching interprets that program, never prints it).
+            return HloOp.stage(self, builder, args)
         types = tuple(a.type for a in args)
         check_arity(self, types)
         result_type_of(self, types)  # the shape rule still guards the call

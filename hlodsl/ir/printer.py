@@ -13,7 +13,7 @@ import re
 
 from .graph import Computation
 
-__all__ = ["module_text", "PrintContext", "param_ident"]
+__all__ = ["module_text", "ModuleText", "PrintContext", "param_ident"]
 
 
 # Words XLA's HLO lexer reads as keywords: a computation or parameter with
@@ -35,12 +35,28 @@ def param_ident(path: str) -> str:
     return _ident(re.sub(r"""\[['"]?(.*?)['"]?\]""", r".\1", path))
 
 
+class ModuleText(str):
+    """HLO module text that calls Python functions on the host: the text, and those
+    functions (``(name, callable)`` pairs, in the order of the ``index`` its
+    Python-callback custom calls give), which compiling it needs
+    (``hlodsl.runtime.compile_hlo`` reads them here)."""
+
+    __slots__ = ("host_callbacks",)
+
+
 class PrintContext:
-    """Collects sub-computations while an op prints its attributes."""
+    """Collects sub-computations while an op prints its attributes, and the Python
+    functions its host callbacks call."""
 
     def __init__(self, metadata: bool = True, manual_sharding: bool = False,
                  param_attributes: dict[int, str] | None = None,
-                 aliases: tuple[tuple[int | None, int], ...] = ()):
+                 aliases: tuple[tuple[int | None, int], ...] = (),
+                 platform: str | None = None):
+        #: The platform the module is printed for (the runtime's by default): ops whose
+        #: text differs by platform ask (a host callback's custom-call target does).
+        self.platform = platform
+        self.host_callbacks: list[tuple[str, object]] = []
+        self._callback_index: dict = {}
         self.metadata = metadata
         self.aliases = aliases  # (result index or None for the whole result, parameter)
         self.param_attributes = {} if param_attributes is None else param_attributes
@@ -66,6 +82,22 @@ class PrintContext:
             self.blocks.append(f"{found} {{\n{body}}}\n")
         self._by_comp[key] = found
         return found
+
+    def target_platform(self) -> str:
+        if self.platform is None:
+            from hlodsl.runtime import platform
+
+            self.platform = platform()
+        return self.platform
+
+    def host_callback(self, key, fn, name: str) -> int:
+        """The index of the Python function ``fn`` among the module's host callbacks
+        (one per ``key``: the op that calls it)."""
+        index = self._callback_index.get(key)
+        if index is None:
+            index = self._callback_index[key] = len(self.host_callbacks)
+            self.host_callbacks.append((name, fn))
+        return index
 
     def mesh_name(self, mesh) -> str:
         """The name a sharding annotation uses for ``mesh`` (declared in the header)."""
@@ -162,7 +194,8 @@ def _manual_sharding(t) -> str:
 def module_text(entry: Computation, name: str | None = None, metadata: bool = True,
                 manual_sharding: bool = False,
                 param_attributes: dict[int, str] | None = None,
-                aliases: tuple[tuple[int | None, int], ...] = ()) -> str:
+                aliases: tuple[tuple[int | None, int], ...] = (),
+                platform: str | None = None) -> str:
     """The whole HLO module for ``entry`` as XLA's text format.
 
     ``manual_sharding`` marks every instruction ``sharding={manual}``: each SPMD
@@ -171,7 +204,14 @@ def module_text(entry: Computation, name: str | None = None, metadata: bool = Tr
     (a sharding annotation) to entry parameters by position. ``aliases`` pairs
     results with the parameters whose buffers they may reuse (``(result index, parameter)``,
     result index None for a result that is not a tuple): XLA's ``input_output_alias``,
-    what buffer donation compiles to.
+    what buffer donation compiles to. ``platform`` is the one to print for (the
+    runtime's by default). A module that calls Python functions comes back as a
+    ``ModuleText``, which carries them.
     """
-    return PrintContext(metadata, manual_sharding, param_attributes, aliases).entry(
-        entry, name or entry.name)
+    ctx = PrintContext(metadata, manual_sharding, param_attributes, aliases, platform)
+    text = ctx.entry(entry, name or entry.name)
+    if not ctx.host_callbacks:
+        return text
+    text = ModuleText(text)
+    text.host_callbacks = tuple(ctx.host_callbacks)
+    return text

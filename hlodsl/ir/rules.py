@@ -32,11 +32,13 @@ from typing import Callable
 
 from .dispatcher import dispatch, methods
 from hlodsl.errors import HloDslError
+from . import op as _op
 from .op import Composite, HloOp
 
 __all__ = [
     "vjp_rule", "jvp_rule", "batch_rule", "nondifferentiable", "not_batchable",
     "register_rule", "rule_classes", "has_derivative", "batchable", "not_batchable_reason",
+    "own_batch_rule",
     "NotBatchableError", "transformations",
 ]
 
@@ -179,6 +181,40 @@ def has_derivative(op_class: type) -> bool:
         return True
     known = rule_classes(vjp_rule) | rule_classes(jvp_rule)
     return any(issubclass(op_class, k) for k in known if isinstance(k, type))
+
+
+_OWN: dict = {}  # composite class -> has a batching rule of its own, per count of methods
+
+
+def own_batch_rule(op_class: type) -> bool:
+    """Whether composite ``op_class`` (or a composite base of it) has a ``batch_rule`` of its
+    own: ``vmap`` then batches it by that rule instead of batching what it expands to.
+
+    >>> from hlodsl import ops
+    >>> class Twice(Composite, opcode="twice-doc-example"):
+    ...     def result_type(self, x):
+    ...         return x
+    ...     def expand(self, x):
+    ...         return ops.Add()(x, x)
+    >>> own_batch_rule(Twice)
+    False
+    >>> @batch_rule.dispatch
+    ... def _(op: Twice, args: tuple, dims: tuple):
+    ...     return Twice()(*args), 0
+    >>> own_batch_rule(Twice)
+    True
+    """
+    count = len(methods(batch_rule))
+    known = _OWN.get(op_class)
+    if known is not None and known[0] == count:
+        return known[1]
+    own = any(isinstance(k, type) and issubclass(k, Composite) and issubclass(op_class, k)
+              for k in rule_classes(batch_rule))
+    _OWN[op_class] = (count, own)
+    return own
+
+
+_op._OWN_BATCH_RULE[:] = [own_batch_rule]
 
 
 def batchable(op_class: type) -> bool:

@@ -16,7 +16,7 @@ from hlodsl.cache import BoundedCache
 from hlodsl.settings import config
 from hlodsl.context import STATE
 from hlodsl.errors import _is_internal, staging_error
-from .graph import Builder, Computation
+from .graph import Builder, Computation, has_side_effect
 from hlodsl.arrays.tree import flatten, leaf_paths, unflatten
 
 __all__ = ["stage", "stage_types", "Staged", "stage_computation", "stats"]
@@ -97,10 +97,12 @@ def _stage_types(fn, treedef, in_types: tuple, name: str, weak: tuple | None) ->
         s_args, s_kwargs = unflatten(treedef, sym)
         out = fn(*s_args, **s_kwargs)
         out_leaves, out_tree = flatten(out)
-        if not out_leaves:
+        # A program run for its side effects (it prints) may return no arrays.
+        effects = not out_leaves and any(map(has_side_effect, b.nodes))
+        if not out_leaves and not effects:
             _no_arrays(out, name)
         out_nodes = tuple(b.node_of(x) for x in out_leaves)
-        root = _root(b, out_nodes, name)
+        root = _root(b, out_nodes, name, force_tuple=effects)
     return Staged(b.finish(root), out_tree, tuple(n.type for n in out_nodes), in_types)
 
 
@@ -178,8 +180,9 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
     A ``TupleType`` parameter reaches ``fn`` as a Python tuple of arrays.
     ``fn`` returns an array or a tuple of arrays (several results become an
     HLO tuple; ``tuple_result=True`` makes even one result a 1-tuple, as
-    While bodies need). Cached by ``(fn, arg_types, tuple_result)``: an op's
-    shape rule and its emission both ask for it.
+    While bodies need). Cached by ``(fn, arg_types, tuple_result)`` and the platform
+    being staged for (``hlodsl.ir.target``): an op's shape rule and its emission both
+    ask for it.
     """
     from .op import wrap_node
 
@@ -190,7 +193,7 @@ def stage_computation(fn, arg_types: tuple, tuple_result: bool = False) -> Compu
                 f"the computation {fn.name} takes ({', '.join(str(t) for t in fn.param_types)})"
                 f" but the op applies it to ({shown})")
         return fn
-    key = (fn, arg_types, tuple_result)
+    key = (fn, arg_types, tuple_result, STATE.platform)
     comp = _SUBCOMPUTATIONS.get(key)
     if comp is not None:
         return comp

@@ -22,6 +22,7 @@ from hlodsl.arrays.array import Array, array
 from hlodsl.ir.printer import module_text
 from hlodsl.runtime import compile_hlo, device_count, to_device
 from hlodsl.ir.staging import stage
+from hlodsl.ir.target import live_platform
 from hlodsl.arrays.tree import unflatten
 
 __all__ = ["replicated", "Replicated"]
@@ -63,7 +64,8 @@ class Replicated:
             raise ValueError(f"replicated: {self.n} devices requested, the backend has "
                              f"{device_count()} (on CPU set XLA_FLAGS="
                              "--xla_force_host_platform_device_count=N before importing hlodsl)")
-        staged = stage(self.fn, args, {}, getattr(self.fn, "__name__", "replicated"))
+        with live_platform():
+            staged = stage(self.fn, args, {}, getattr(self.fn, "__name__", "replicated"))
         partitions = self.mode == "partitions"
         text = module_text(staged.computation, manual_sharding=partitions)
         exe = compile_hlo(text, num_replicas=1 if partitions else self.n,

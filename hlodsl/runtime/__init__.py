@@ -12,10 +12,12 @@ What it holds, by concern:
 
 | module | what it holds |
 |---|---|
-| ``client`` | the PJRT client (backend, platform, devices, versions), the fork guard |
+| ``client`` | the PJRT client (backend, platform, devices, free memory, versions), the fork guard |
 | ``buffers`` | device buffers: host data in (copied) and out, DLPack |
 | ``executables`` | compiling HLO text with hlodsl's XLA options, running executables, errors |
 | ``lapack`` | binding jaxlib's LAPACK kernels before a program calls them |
+| ``host_callbacks`` | programs that call Python: the custom-call target per platform, running them |
+| ``cuda`` | what jax's CUDA plugin offers: cuSOLVER targets, cuSOLVER/cuDNN versions, compute capability |
 | ``artifacts`` | StableHLO portable artifacts (``hd.export``/``hd.deserialize``) |
 | ``sharded`` | sharded buffers and SPMD-partitioned programs over a mesh |
 | ``processes`` | several processes: PJRT's distributed runtime |
@@ -27,7 +29,8 @@ The package's namespace gathers the functions the rest of hlodsl calls
 (``from hlodsl import runtime``; ``runtime.compile_hlo(text)``).
 
 May import: the top of hlodsl (``errors``, ``settings``, ``cache``, ``context``)
-and nothing else of hlodsl: every other room stands on this one.
+and nothing else of hlodsl: every other room stands on this one. It hands
+``settings`` the host's or device's free memory (``memory_limit="auto"``).
 
 >>> exe = compile_hlo('''HloModule m
 ... ENTRY e {
@@ -45,7 +48,8 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 from .client import (  # noqa: E402
-    backend, check_process, device_count, hlo_opcode_enum_names, platform, versions,
+    backend, check_process, device_count, free_memory, hlo_opcode_enum_names, platform,
+    versions,
 )
 from .buffers import (  # noqa: E402
     adopt, copy_buffer, device_index, dlpack_device, from_dlpack, is_buffer, is_deleted,
@@ -56,6 +60,8 @@ from .executables import (  # noqa: E402
     release_host_memory, stats,
 )
 from .lapack import lapack_kernels  # noqa: E402
+from .host_callbacks import callback_target  # noqa: E402
+from .cuda import compute_capability, cudnn_version, cusolver_kernels, cusolver_version  # noqa: E402
 from .artifacts import artifact_mlir_text, artifact_module, portable_artifact  # noqa: E402
 from .sharded import (  # noqa: E402
     PARTITIONER, compile_partitioned, from_process_local_data, is_fully_addressable,
@@ -69,17 +75,26 @@ from .processes import (  # noqa: E402
 from .jax_programs import (  # noqa: E402
     check_hlo_text, computation_text, jax_stage_text, lower_jax, stablehlo_text,
 )
+from .jaxlib_compat import asked_by_jax_operator  # noqa: E402
+
+from hlodsl import settings as _settings  # noqa: E402
+
+_settings.use_free_memory(free_memory)  # memory_limit="auto" (settings sits below the runtime)
 
 __all__ = [
     "backend", "platform", "device_count", "versions", "hlo_opcode_enum_names",
     "check_process", "to_device", "to_host", "is_buffer", "adopt", "copy_buffer",
     "is_deleted", "wait", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
     "Executable", "compile_hlo", "stats", "COMPILER_OPTIONS", "compiler_options",
-    "release_host_memory", "cost_analysis", "lapack_kernels", "portable_artifact",
+    "release_host_memory", "cost_analysis", "lapack_kernels", "callback_target",
+    "cusolver_kernels",
+    "cusolver_version", "cudnn_version", "compute_capability", "free_memory",
+    "portable_artifact",
     "artifact_module", "artifact_mlir_text", "PARTITIONER", "jax_sharding", "put_sharded",
     "is_sharded", "named_layout", "shards", "is_fully_addressable", "readable",
     "replicate_on", "compile_partitioned", "output_blocks", "partitioned_executor",
     "from_process_local_data", "initialize_distributed", "shutdown_distributed",
     "process_index", "process_count", "local_device_ids", "computation_text",
     "stablehlo_text", "check_hlo_text", "lower_jax", "jax_stage_text",
+    "asked_by_jax_operator",
 ]

@@ -15,7 +15,7 @@ import jaxlib.xla_client as xc
 
 from . import jaxlib_compat as compat
 
-__all__ = ["backend", "platform", "device_count", "check_process", "started", "track",
+__all__ = ["backend", "platform", "device_count", "free_memory", "check_process", "started", "track",
            "versions", "hlo_opcode_enum_names", "x64"]
 
 # NOTE: jax's x64 mode is left as the user set it. With it off, jax narrows 64-bit
@@ -94,6 +94,25 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def platform() -> str:
     return backend().platform
+
+
+def free_memory() -> int:
+    """Bytes a program may still take on the first device: on a GPU what its allocator
+    has not handed out (``bytes_limit - bytes_in_use`` of the device's memory
+    statistics); on the CPU the host's available memory (``MemAvailable`` of
+    /proc/meminfo, else the free physical pages)."""
+    device = backend().local_devices()[0]
+    stats = device.memory_stats() if platform() != "cpu" else None
+    if stats and "bytes_limit" in stats:
+        return max(0, int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)))
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def device_count() -> int:

@@ -1,16 +1,15 @@
-"""Compiling HLO text into executables, and running them.
+"""Compiling HLO text into executables with hlodsl's XLA options, and running them.
 
-jax is used here as a runtime only: its PJRT client compiles the HLO text we
-emit, and jax ``Array`` objects serve as device buffers. Nothing of jax's
-tracing, ``jit``, ``lax`` or ``numpy`` implements any part of hlodsl. Every
-call that reaches a private jax/jaxlib name goes through hlodsl.jaxlib_compat,
-which probes each once (checked on jax/jaxlib 0.10.2, 0.11.2 and 0.12.0.1).
+``compile_hlo`` parses and compiles a module (one device, or replicas x partitions),
+through the persistent cache; XLA's rejections become ``XlaCompileError`` with the
+offending lines of our text. ``Executable.execute`` is the hot path of a compiled call.
 
+>>> import numpy as np
 >>> exe = compile_hlo('''HloModule m
 ... ENTRY e {
 ...   ROOT c = f32[2] constant({1, 2})
 ... }''')
->>> [to_host(b) for b in exe.execute([])]
+>>> [np.asarray(b) for b in exe.execute([])]
 [array([1., 2.], dtype=float32)]
 """
 
@@ -30,6 +29,7 @@ from hlodsl.errors import XlaCompileError
 from . import jaxlib_compat as compat
 from .buffers import aval, single_device
 from .client import backend, device_count, platform, track, x64
+from .host_callbacks import Recorded, with_callbacks
 from .lapack import initialize_lapack
 
 __all__ = ["Executable", "compile_hlo", "compile_and_load", "stats", "COMPILER_OPTIONS",
@@ -47,12 +47,14 @@ class Executable:
     A tuple-shaped result comes back as one buffer per tuple element.
     """
 
-    __slots__ = ("_exe", "text", "execute", "num_devices", "__weakref__")
+    __slots__ = ("_exe", "text", "execute", "num_devices", "host_callbacks", "__weakref__")
 
-    def __init__(self, exe, text: str, num_devices: int = 1):
+    def __init__(self, exe, text: str, num_devices: int = 1, host_callbacks: tuple = ()):
         self._exe = exe
         self.text = text
         self.num_devices = num_devices
+        #: The Python callables the program calls (jaxlib's executable holds them too).
+        self.host_callbacks = host_callbacks
         # Bound once: the hot path of a compiled call is this single call.
         self.execute = exe.execute
 
@@ -170,6 +172,7 @@ def release_host_memory() -> bool:
 def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
                 out_types: list[tuple[tuple[int, ...], np.dtype]] | None = None,
                 stablehlo: bytes | None = None,
+                host_callbacks: tuple | None = None,
                 options: dict[str, str] | None = None) -> Executable:
     """Parse and compile HLO module text.
 
@@ -182,33 +185,65 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     which its parser reads back as ``0.0``, so text converted from StableHLO
     is not the program. ``options`` are XLA debug options for this compile, on top
     of (and over) ``compiler_options()``.
+
+    ``host_callbacks`` are ``(name, callable)`` pairs: the Python functions the
+    program's Python-callback custom calls name by index (``hlodsl.runtime.
+    host_callbacks``); by default those the text carries (``text.host_callbacks``,
+    as ``hlodsl.ir.printer.module_text`` hands them over). Such a program runs to
+    completion before its ``execute`` returns, and raises what a callback raised.
     """
     be = backend()
     n = num_replicas * num_partitions
     opts = _options(num_replicas, num_partitions, options)
     if "lapack_" in text:
         initialize_lapack()
+    if host_callbacks is None:
+        host_callbacks = getattr(text, "host_callbacks", ())
+    failures: list = []
+    callbacks = tuple(Recorded(fn, name, failures) for name, fn in host_callbacks)
+    if callbacks and n > 1:
+        raise NotImplementedError(
+            f"a program over {n} devices calls Python ({', '.join(c.name for c in callbacks)}"
+            "): host callbacks run in single-device programs only")
     devices = tuple(be.local_devices()[:n])
     try:
         exe = compile_and_load(be, text, devices, opts, (num_replicas, num_partitions),
-                                stablehlo)
+                                stablehlo, callbacks)
+    except ImportError:
+        raise
     except Exception as e:  # XLA raises its own runtime error type; wrap them all
         raise XlaCompileError(explain(text, str(e), be, opts, n)) from None
-    executable = Executable(exe, text, n)
-    if out_types is not None and n == 1:
+    executable = Executable(exe, text, n, callbacks)
+    if callbacks:
+        handlers = None if out_types is None else _handlers(out_types, be.local_devices()[0])
+        executable.execute = with_callbacks(exe.execute_sharded, handlers, failures,
+                                            _module_name(text))
+    elif out_types is not None and n == 1:
         executable.execute = _direct_execute(exe, out_types, be.local_devices()[0])
     track(executable)
     return executable
 
 
+def _module_name(text: str) -> str:
+    m = re.match(r"HloModule ([^\s,]+)", text)
+    return m.group(1) if m else "module"
+
+
 def compile_and_load(be, text: str, devices: tuple, opts, shape: tuple,
-                      stablehlo: bytes | None = None):
+                      stablehlo: bytes | None = None, host_callbacks: tuple = ()):
     """XLA's executable for ``text`` (or its ``stablehlo``) on ``devices``: loaded from
     the persistent cache (hlodsl.runtime.disk_cache) when an earlier process compiled it, else
-    compiled and stored."""
+    compiled and stored. A program with ``host_callbacks`` (Python functions it calls) is
+    never cached on disk: a later process would have no functions to call."""
     from . import disk_cache
 
     device_list = xc.DeviceList(devices)
+    if host_callbacks:
+        module = compat.hlo_to_stablehlo(text) if stablehlo is None else stablehlo
+        exe = compat.compile_with_host_callbacks(be, module, device_list, opts,
+                                                 list(host_callbacks))
+        stats["compiles"] += 1
+        return exe
     name = None
     if disk_cache.directory() is not None:
         import jaxlib
@@ -253,9 +288,12 @@ def _direct_execute(exe, out_types, device):
     (about 4 us of a 10 us call); result handlers built once per executable
     turn the outputs into buffers directly, as jax.jit's own dispatch does.
     """
+    return with_handlers(exe.execute_sharded, _handlers(out_types, device))
+
+
+def _handlers(out_types, device) -> list:
     sharding = single_device(device)
-    handlers = [compat.result_handler(aval(shape, dtype), sharding) for shape, dtype in out_types]
-    return with_handlers(exe.execute_sharded, handlers)
+    return [compat.result_handler(aval(shape, dtype), sharding) for shape, dtype in out_types]
 
 
 def with_handlers(execute_sharded, handlers):

@@ -75,14 +75,16 @@ def check_hlo_text(text: str) -> None:
         raise ValueError(str(e)) from None
 
 
-def lower_jax(fn, args: tuple):
+def lower_jax(fn, args: tuple, platform: str | None = None):
     """``fn`` lowered by ``jax.jit`` on arrays like ``args`` (a pytree of arrays).
 
     Returns ``(hlo_text, flatten, unflatten)``: the module's text with source
     metadata, a function from arguments structured as ``args`` to the module's
     parameter list, and one from the module's results to ``fn``'s output
     structure. Unused arguments stay parameters (``keep_unused``), so the
-    parameter list is always the flattened arguments.
+    parameter list is always the flattened arguments. ``platform`` (jax's name:
+    ``"cpu"``, ``"cuda"``; default: the backend's) is the platform jax lowers for,
+    which need not be this machine's (jax cross-lowers: ``lowering_platforms``).
     """
     leaves, treedef = jax.tree_util.tree_flatten(args)
     specs = [jax.ShapeDtypeStruct(tuple(leaf.type.shape), leaf.type.dtype.np_dtype)
@@ -93,7 +95,11 @@ def lower_jax(fn, args: tuple):
     def flat_fn(*flat):
         return fn(*jax.tree_util.tree_unflatten(treedef, flat))
 
-    lowered = jax.jit(flat_fn, keep_unused=True).lower(*specs)
+    jitted = jax.jit(flat_fn, keep_unused=True)
+    if platform is None:
+        lowered = jitted.lower(*specs)
+    else:
+        lowered = jitted.trace(*specs).lower(lowering_platforms=(platform,))
     out_tree = lowered.out_tree
 
     def flatten(call_args: tuple) -> list:

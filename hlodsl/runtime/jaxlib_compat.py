@@ -12,7 +12,7 @@ fallback keeps hlodsl working: slower, or with a clear error naming the release.
 when a module names a private jax/jaxlib name that is not listed here.
 
 >>> sorted(PRIVATE_NAMES)[:2]
-['jax._src.xla_bridge._backends', 'jaxlib._jax.collect_garbage']
+['jax._src.lib.cuda_versions', 'jax._src.numpy.array_methods']
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ __all__ = ["PRIVATE_NAMES", "private", "available", "hlo_to_stablehlo", "result_
            "device_put", "collect_garbage", "client_started", "can_bind_lapack",
            "initialize_lapack", "stablehlo_to_computation", "stablehlo_version",
            "to_portable_artifact", "from_portable_artifact", "portable_artifact_text",
-           "profile_events"]
+           "profile_events", "can_compile_host_callbacks", "compile_with_host_callbacks",
+           "cuda_solver_targets", "cuda_library_version", "asked_by_jax_operator"]
 
 #: Each private name in use: what hlodsl does with it, and what happens on a
 #: release without it. Checked present on jaxlib 0.10.2, 0.11.2 and 0.12.0.1.
@@ -56,15 +57,37 @@ PRIVATE_NAMES: dict[str, str] = {
     "jaxlib.lapack._lapack.initialize":
         "binds jaxlib's LAPACK routines before a module calls them (a call before that "
         "crashes); without it, linalg_kernels='auto' uses the HLO kernels",
+    "jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects":
+        "registers the MLIR dialects (func, ...) a StableHLO module needs in an MLIR context "
+        "of jaxlib's bindings: PJRT takes host callbacks only with a module parsed into such "
+        "a context (compile_with_host_callbacks); without it, a program that calls Python "
+        "(hd.debug_print, hd.pure_callback, hd.io_callback) raises an ImportError naming "
+        "the release, and every other program compiles as before",
+    "jax._src.lib.cuda_versions":
+        "the versions of the CUDA libraries jax's CUDA plugin loaded (cuSOLVER: geev needs "
+        "11.7.1; cuDNN); without it, or without a GPU, they count as unknown and hlodsl "
+        "stages what the H200 run had (docs/gpu.md)",
     "jaxlib.xla_client.array_result_handler(_skip_checks=)":
         "skips jaxlib 0.10's check of each result against its sharding (which rejects "
         "our single-device outputs); later releases have no such check and no argument",
+    "jax._src.numpy.array_methods":
+        "the module of jax arrays' operators (+, *, <, ...), whose functions read an "
+        "operand's __jax_array__: hlodsl arrays decline it to them, so that "
+        "jax_array + hd_array is an hlodsl array as hd_array + jax_array is "
+        "(docs/interop.md); without it, those operators take hlodsl arrays as jax arrays "
+        "and return jax arrays",
 }
 
 
 def private(name: str):
     """The object a ``PRIVATE_NAMES`` entry names (``a.b.c`` = attribute ``c`` of
     module ``a.b``, or of its attribute chain), or None where this release lacks it."""
+    return _lookup(name)[1]
+
+
+def _lookup(name: str) -> tuple[bool, object]:
+    """``(found, value)`` of a ``PRIVATE_NAMES`` entry (a name may exist holding None:
+    ``jax._src.lib.cuda_versions`` without a CUDA plugin)."""
     if name not in PRIVATE_NAMES:
         raise KeyError(f"{name} is not in jaxlib_compat.PRIVATE_NAMES: list it there first")
     parts = name.split("(")[0].split(".")
@@ -77,14 +100,30 @@ def private(name: str):
             for attr in parts[i:]:
                 obj = getattr(obj, attr)
         except AttributeError:
-            return None
-        return obj
-    return None
+            return False, None
+        return True, obj
+    return False, None
+
+
+@functools.cache
+def _operator_codes() -> frozenset:
+    """The code objects of jax arrays' operator methods (none where the module moved)."""
+    module = private("jax._src.numpy.array_methods")
+    if module is None:
+        return frozenset()
+    return frozenset(fn.__code__ for name, fn in vars(module).items()
+                     if name.startswith("_operator") and hasattr(fn, "__code__"))
+
+
+def asked_by_jax_operator(frame) -> bool:
+    """Whether ``frame`` runs one of jax arrays' operators (``jax_array + x`` reading
+    ``x.__jax_array__``), as opposed to a jax function (``jnp.asarray(x)``)."""
+    return frame is not None and frame.f_code in _operator_codes()
 
 
 def available() -> dict[str, bool]:
     """Which ``PRIVATE_NAMES`` this jax/jaxlib has (``_skip_checks`` as last probed)."""
-    out = {n: private(n) is not None for n in PRIVATE_NAMES}
+    out = {n: _lookup(n)[0] for n in PRIVATE_NAMES}
     out["jaxlib.xla_client.array_result_handler(_skip_checks=)"] = _SKIP_CHECKS[0] is not False
     return out
 
@@ -172,6 +211,70 @@ def initialize_lapack() -> bool:
         return False
     init()
     return True
+
+
+# -- programs that call Python: host callbacks ------------------------------------------
+# jaxlib's Client.compile_and_load(module, devices, options, host_callbacks=[...]) takes
+# Python callables for the custom calls of its Python-callback targets
+# (``xla_ffi_python_cpu_callback`` and ``_gpu_``, whose ``index`` attribute picks the
+# callable), and the loaded executable keeps them alive as long as it lives. It takes
+# them only with the program as an MLIR module object (``jaxlib.mlir.ir.Module``), not as
+# bytes: the module is parsed in a context where jaxlib's dialects are registered.
+# Measured on jaxlib 0.10.2, 0.11.2 and 0.12.0.1 alike (tests/test_callbacks.py).
+
+@functools.lru_cache(maxsize=None)
+def _register_dialects():
+    return private("jaxlib.mlir._mlir_libs._jax_mlir_ext.register_dialects")
+
+
+def can_compile_host_callbacks() -> bool:
+    """Whether this jaxlib offers what ``compile_with_host_callbacks`` needs."""
+    return _register_dialects() is not None
+
+
+def compile_with_host_callbacks(be, module: bytes, devices, options, callbacks: list):
+    """``be.compile_and_load`` of the StableHLO ``module`` (bytecode) with ``callbacks``,
+    the Python callables its Python-callback custom calls name by index."""
+    register = _register_dialects()
+    if register is None:
+        raise ImportError(f"jaxlib {jax.__version__} has no jaxlib.mlir._mlir_libs."
+                          "_jax_mlir_ext.register_dialects, which compiling a program that "
+                          "calls Python (debug_print, pure_callback, io_callback) needs; "
+                          "install a jaxlib in the range pyproject.toml declares")
+    from jaxlib.mlir import ir
+
+    context = ir.Context()
+    registry = ir.DialectRegistry()
+    register(registry)
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    _stablehlo().register_dialect(context)
+    with context:
+        parsed = ir.Module.parse(module)
+    return be.compile_and_load(parsed, devices, options, host_callbacks=list(callbacks))
+# -- the CUDA plugin: which cuSOLVER targets jaxlib registered, library versions ----------
+
+@functools.lru_cache(maxsize=None)
+def cuda_solver_targets() -> frozenset:
+    """The custom-call targets jaxlib's GPU solver module registers for CUDA (jax's
+    ``jax.lax.linalg`` registers them with XLA at import); empty without a CUDA plugin."""
+    try:
+        import jax.lax.linalg  # noqa: F401  (its import registers them with XLA)
+        import jaxlib.gpu_solver as gpu_solver
+        return frozenset(name for name, *_ in gpu_solver.registrations().get("CUDA", ()))
+    except (ImportError, AttributeError):
+        return frozenset()
+
+
+def cuda_library_version(library: str) -> int | None:
+    """``cusolver``'s or ``cudnn``'s version as the CUDA plugin reports it (cuSOLVER
+    11.7.1 is 11701), or None where unknown (no GPU plugin, or a release without it)."""
+    versions = private("jax._src.lib.cuda_versions")
+    get = getattr(versions, f"{library}_get_version", None) if versions is not None else None
+    try:
+        return int(get()) if get is not None else None
+    except Exception:  # noqa: BLE001 (a plugin without the library raises its own error)
+        return None
 
 
 # -- exported artifacts: StableHLO portable artifacts (hlodsl.interchange.exported) ---------------

@@ -16,10 +16,11 @@ from .client import platform
 __all__ = ["lapack_kernels", "initialize_lapack"]
 
 
-def lapack_kernels() -> bool:
-    """Whether programs may call jaxlib's LAPACK custom-call targets: on the CPU
-    backend, where this jaxlib can bind them (``compat.initialize_lapack``)."""
-    return platform() == "cpu" and compat.can_bind_lapack()
+def lapack_kernels(target: str | None = None) -> bool:
+    """Whether programs for ``target`` (default: this process's platform) may call
+    jaxlib's LAPACK custom-call targets: on the CPU backend, where this jaxlib can bind
+    them (``compat.initialize_lapack``)."""
+    return (target or platform()) == "cpu" and compat.can_bind_lapack()
 
 
 def initialize_lapack() -> None:

@@ -20,7 +20,7 @@ first; weights ``(out, in, *kernel)``), so ``from_torch`` loads a
 """
 
 from . import activations, attention, gradients, init, layers, losses, normalization, optim  # noqa: F401
-from . import random, weights  # noqa: F401
+from . import random, sampling, weights  # noqa: F401
 from . import schedules  # noqa: F401  (nn.schedules.warmup_cosine, ...: not star-imported)
 from .activations import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
@@ -31,4 +31,5 @@ from .losses import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .optim import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
+from .sampling import *  # noqa: F401,F403
 from .weights import *  # noqa: F401,F403

@@ -20,7 +20,8 @@ from ..manipulation import normalize_axis
 from ..reductions import max, sum
 from ._args import require_array_like, require_float, static_real
 
-__all__ = ["relu", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax"]
+__all__ = ["relu", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
+           "logsumexp", "one_hot"]
 
 
 def _relu(x: Array):
@@ -144,3 +145,109 @@ def log_softmax(x: Array, axis: int = -1):
         return x
     z = x - max(x, axis=axis, keepdims=True)
     return z - log(sum(exp(z), axis=axis, keepdims=True))
+
+
+# -- logsumexp and one_hot (jax.nn's) ------------------------------------------------------
+
+@custom_vjp
+def _no_gradient(x: Array):
+    return x
+
+
+_no_gradient.defvjp(lambda x: (x, None), lambda residuals, ct: (None,))
+
+
+def logsumexp(x: Array, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
+    """``log(sum(b * exp(x)))`` over ``axis`` (all by default), without overflow.
+
+    As ``jax.nn.logsumexp`` (and ``jax.scipy.special.logsumexp``): the largest
+    element is taken out first (and held constant for the derivative, which
+    is then exactly ``b * softmax(x)``: 0 at an element of -inf), a row of
+    only -inf gives -inf (and, as jax's, a NaN gradient: the derivative is
+    undefined there), and +inf gives +inf.
+
+    Args:
+        x: a floating-point array.
+        axis: an int, a tuple of ints, or None (every axis).
+        b: weights broadcastable to ``x`` (may be negative with ``return_sign``).
+        keepdims: keep the reduced axes with size 1.
+        return_sign: return ``(log(abs(s)), sign(s))`` of the weighted sum ``s``.
+
+    >>> import numpy as np, hlodsl as hd
+    >>> from hlodsl.stdlib import nn
+    >>> nn.logsumexp(hd.array(np.float32([1000, 1000])))        # log(2) + 1000
+    hlodsl.Array[float32, ()](1000.6932)
+    >>> nn.logsumexp(hd.array(np.float32([[0, -np.inf], [-np.inf, -np.inf]])), axis=1)
+    hlodsl.Array[float32, (2,)]([   0., -inf])
+    """
+    from ..elementwise import abs as abs_, isfinite, sign
+    from ..manipulation import where
+    from ..reductions import normalize_axes
+
+    require_float(x, "logsumexp", "x")
+    axes = normalize_axes(axis, x.ndim, "logsumexp")
+    if any(x.shape[a] == 0 for a in axes):  # an empty sum: log(0)
+        shape = tuple(1 if (d in axes) else s for d, s in enumerate(x.shape)) if keepdims \
+            else tuple(s for d, s in enumerate(x.shape) if d not in axes)
+        out = ops.Broadcast(shape)(_lift_like(-math.inf, x))
+        return (out, ops.Broadcast(shape)(_lift_like(0, x))) if return_sign else out
+    m = max(x, axis=axes, keepdims=True)
+    m = _no_gradient(where(isfinite(m), m, zeros_like(m)))
+    e = exp(x - m)
+    if b is not None:
+        e = e * b
+    s = sum(e, axis=axes, keepdims=True)
+    if return_sign:
+        sgn = sign(s)
+        s = abs_(s)
+    out = log(s) + m
+    if not keepdims:
+        kept = tuple(n for d, n in enumerate(x.shape) if d not in axes)
+        out = ops.Reshape(kept)(out)
+        if return_sign:
+            sgn = ops.Reshape(kept)(sgn)
+    return (out, sgn) if return_sign else out
+
+
+def _lift_like(value, x: Array) -> Array:
+    from ..promotion import lift
+
+    return lift(value, x.dtype)
+
+
+def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
+    """``x``'s integer classes as one-hot vectors of ``num_classes`` along a new ``axis``.
+
+    As ``jax.nn.one_hot``: a class outside ``[0, num_classes)`` gives a row of
+    zeros. ``dtype`` defaults to the default float type (``hd.config.default_float``).
+
+    >>> import numpy as np, hlodsl as hd
+    >>> from hlodsl.stdlib import nn
+    >>> nn.one_hot(hd.array(np.int32([0, 2, 5])), 3)
+    hlodsl.Array[float64, (3, 3)](
+      [[1., 0., 0.],
+       [0., 0., 1.],
+       [0., 0., 0.]])
+    """
+    from hlodsl.arrays.dtypes import Integer, default_inexact, float64
+
+    from ..manipulation import as_dtype, as_int, fail
+
+    x = require_array_like(x, "one_hot", "x")
+    if not isinstance(x, Array):
+        import numpy as np
+
+        from hlodsl.arrays.array import array
+
+        x = array(np.asarray(x))
+    if not issubclass(x.dtype, Integer):
+        raise fail(TypeError, f"one_hot: x must hold integer classes, got {x.type}")
+    n = as_int(num_classes, "one_hot", "num_classes")
+    if n < 0:
+        raise fail(ValueError, f"one_hot: num_classes must be >= 0, got {n}")
+    dtype = default_inexact(float64) if dtype is None else as_dtype(dtype, "one_hot")
+    at = normalize_axis(axis, x.ndim + 1, "one_hot")
+    shape = x.shape[:at] + (n,) + x.shape[at:]
+    classes = ops.Iota(x.dtype, shape, at)()
+    spread = ops.Broadcast(shape, tuple(d for d in range(len(shape)) if d != at))(x)
+    return ops.Convert(dtype)(ops.Compare("EQ")(classes, spread))

@@ -1,9 +1,13 @@
-"""Scaled dot-product attention, ``jax.nn.dot_product_attention``'s composite ("xla") path.
+"""Scaled dot-product attention, as ``jax.nn.dot_product_attention``: cuDNN's fused
+kernel on a GPU, the composite ("xla") elsewhere.
 
-Written with the array API (products, a float32 softmax, ``where`` for masks), so
-``hd.grad`` differentiates it and the memory passes (``hd.compile(f, memory_limit=...)``)
-can split its (T, S) score matrix. The fused cuDNN kernel that jax's
-``implementation="cudnn"`` calls on a GPU is not built here (docs/gpu.md).
+The composite is written with the array API (products, a float32 softmax, ``where``
+for masks), so ``hd.grad`` differentiates it and the memory passes
+(``hd.compile(f, memory_limit=...)``) can split its (T, S) score matrix. On a GPU,
+for bfloat16/float16 operands cuDNN takes (``nn/cudnn.py``), the default
+(``implementation=None``) calls cuDNN's flash attention, as jax's
+``implementation="cudnn"`` does: it never writes the score matrix, so it needs
+no splitting under a memory limit either.
 
 >>> import numpy as np, hlodsl as hd
 >>> from hlodsl.stdlib import nn
@@ -27,6 +31,7 @@ from ..data_types import astype, finfo, float32, result_type
 from ..elementwise import logical_and, multiply
 from ..linalg import matmul
 from ..manipulation import expand_dims, fail, permute_dims, reshape, where
+from . import cudnn
 from .activations import softmax
 from ._args import require_array, require_float
 
@@ -60,7 +65,7 @@ def _grouped(t: Array, b: int, k: int, g: int, name: str, n: int, tq: int, s: in
 
 def dot_product_attention(query: Array, key: Array, value: Array, bias: Array | None = None,
                           mask: Array | None = None, *, scale: float | None = None,
-                          is_causal: bool = False) -> Array:
+                          is_causal: bool = False, implementation: str | None = None) -> Array:
     """``softmax(scale * q k^T + bias, masked) v`` per head, in jax's (B, T, N, H) layout.
 
     Shapes: ``query`` (B, T, N, H), ``key`` and ``value`` (B, S, K, H) with N a
@@ -73,6 +78,14 @@ def dot_product_attention(query: Array, key: Array, value: Array, bias: Array | 
     largest float32, the softmax taken in float32 and its result cast to the key's
     dtype before the product with ``value``. Returns an array of ``query``'s shape
     and dtype.
+
+    ``implementation`` (jax's names): ``"xla"`` the composite; ``"cudnn"`` cuDNN's
+    fused kernel, a ``NotImplementedError`` saying why where it cannot be used (a
+    CPU, float32, a bias or mask, a head dimension over 256 or not a multiple of 8);
+    ``None`` (the default) cuDNN where it can be used, else the composite. jax's own
+    default is the composite everywhere; hlodsl picks cuDNN on a GPU on purpose.
+    The fused kernel is reverse-mode differentiable (its backward kernel), not
+    forward-mode.
 
     >>> import numpy as np, hlodsl as hd
     >>> q = hd.array(np.zeros((2, 1, 4), np.float32))                   # T=2, N=1, H=4
@@ -106,6 +119,17 @@ def dot_product_attention(query: Array, key: Array, value: Array, bias: Array | 
         raise fail(TypeError, f"{_WHAT}: mask must be bool (True = attend), got {mask.type}")
     if scale is None:
         scale = 1.0 / math.sqrt(h)
+    if implementation not in (None, "cudnn", "xla"):
+        raise fail(ValueError, f"{_WHAT}: implementation must be None, 'cudnn' or 'xla', got "
+                               f"{implementation!r}")
+    if implementation != "xla":
+        why = cudnn.unsupported(q, k_, v, bias, mask) if isinstance(scale, (int, float)) \
+            else f"its scale is a number fixed when staging, got {type(scale).__name__}"
+        if why is None:
+            return reshape(cudnn.attention(q, k_, v, scale, bool(is_causal)), out_shape)
+        if implementation == "cudnn":
+            raise fail(NotImplementedError, f"{_WHAT}(implementation='cudnn') of {shapes}: "
+                                            f"cuDNN's fused attention cannot be used: {why}")
     g = n // k
 
     # (B, K, G, T, H) @ (B, K, 1, H, S): each group of G query heads meets its key head.

@@ -192,18 +192,36 @@ def _normal(k, shape, dtype, mean, std):
     return z if work is dtype else ops.Convert(dtype)(z)
 
 
-def bernoulli(k: Array, p: float, shape):
+def bernoulli(k: Array, p=0.5, shape=None):
     """A pred array of ``shape``, each element true with probability ``p``.
+
+    As ``jax.random.bernoulli``: ``p`` is a number or an array of
+    probabilities broadcast to ``shape``; ``shape`` defaults to ``p``'s shape.
 
     >>> bernoulli(key(0), 1.0, (3,))
     hlodsl.Array[pred, (3,)]([ True,  True,  True])
+    >>> bernoulli(key(0), array(np.float32([0.0, 1.0])))
+    hlodsl.Array[pred, (2,)]([False,  True])
     """
+    from ..broadcasting import broadcast_to
+
     _check_key(k, "bernoulli")
+    if isinstance(p, np.ndarray):
+        p = array(p)
     if not isinstance(p, Array):  # an array of probabilities is only known at run time
         check_range(p, 0 <= static_real(p, "bernoulli", "p") <= 1, "bernoulli", "p",
                     "a probability in [0, 1]")
-    u = uniform(k, static_shape(shape, "bernoulli"))
-    return ops.Compare("LT")(u, ops.Broadcast(u.shape)(lift(p, float32)))
+    elif not issubclass(p.dtype, Floating):
+        raise fail(TypeError, f"bernoulli: p must hold floating-point probabilities, got "
+                              f"{p.type}")
+    if shape is None:
+        shape = p.shape if isinstance(p, Array) else ()
+    shape = static_shape(shape, "bernoulli")
+    dtype = p.dtype if isinstance(p, Array) else float32
+    u = uniform(k, shape, dtype)
+    bound = broadcast_to(p, shape) if isinstance(p, Array) else \
+        ops.Broadcast(shape)(lift(p, dtype))
+    return ops.Compare("LT")(u, bound)
 
 
 def dropout(k: Array, x: Array, rate: float, training: bool = True):

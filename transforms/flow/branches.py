@@ -18,7 +18,9 @@ from hlodsl.errors import ShapeError, StagingError, staging_error
 from hlodsl.ir.structural import Constant
 from hlodsl.arrays.tree import flatten, unflatten
 
-from ..body import Body
+from hlodsl.ir.graph import current_builder
+
+from ..body import Body, ordered_token
 from ..structures import flatten_lifting
 from .values import (
     Site, Undefined, _fits, _full, _has_arrays, _is_host, _located, _ops, _same_static, _show,
@@ -53,20 +55,25 @@ def if_(test, true_fn: Callable, false_fn: Callable, values: tuple, site):
     plans = [_merge(n, a, b, n in live, site) for n, a, b in zip(names, t_out, f_out)]
     kept = [i for i, p in enumerate(plans) if p[0] in ("keep", "coerce", "lift")]
     results = [p[1] if p[0] == "static" else Undefined(n) for n, p in zip(names, plans)]
-    if kept:
-        finished, tree = [], None
-        for side, (body, out) in enumerate(staged):
-            with body.within():
-                leaves, tree = flatten_lifting(tuple(_apply(plans[i], side, out[i])
-                                                     for i in kept))
-            finished.append((body.finish(leaves, force_tuple=not leaves), leaves))
-        got = []
-        if finished[0][1]:
-            got = _ops().Conditional(finished[0][0], finished[1][0])(
-                pred, tuple(t_body.captured), tuple(f_body.captured))
-            got = got if isinstance(got, tuple) else (got,)
-        for i, v in zip(kept, unflatten(tree, got)):
-            results[i] = v
+    # An ordered effect in a branch: both take the program's token and return their last.
+    token = ordered_token(current_builder()) if t_body.threads_token or f_body.threads_token \
+        else None
+    finished, tree = [], None
+    for side, (body, out) in enumerate(staged):
+        with body.within():
+            leaves, tree = flatten_lifting(tuple(_apply(plans[i], side, out[i]) for i in kept))
+        results_ = leaves if token is None else [*leaves, body.last_token(token)]
+        finished.append(body.finish(results_, force_tuple=not leaves or token is not None))
+    got = []
+    if kept or any(c.has_side_effect for c in finished):  # else nothing to run
+        got = _ops().Conditional(*finished)(pred, tuple(t_body.captured),
+                                            tuple(f_body.captured))
+        got = got if isinstance(got, tuple) else (got,)
+        if token is not None:
+            current_builder().token = got[-1]._node
+            got = got[:-1]
+    for i, v in zip(kept, unflatten(tree, got)):
+        results[i] = v
     return tuple(results) if kind == "if" else results[0]
 
 
