@@ -81,12 +81,12 @@ def hlodsl_split(fn, args, runs: int = 10) -> tuple[dict, float]:
     return dict(out), p.wall_ns
 
 
-_TORCH = (("scaled_dot_product", "attention"), ("softmax", "attention"),
+_TORCH = (("log_softmax", "loss"), ("nll_loss", "loss"), ("cross_entropy", "loss"),
+          ("scaled_dot_product", "attention"), ("softmax", "attention"),
           ("convolution", "convolution"), ("conv2d", "convolution"),
           ("layer_norm", "normalisation"), ("batch_norm", "normalisation"),
           ("gelu", "activation"), ("relu", "activation"), ("threshold_backward", "activation"),
-          ("tanh", "activation"), ("cross_entropy", "loss"), ("nll_loss", "loss"),
-          ("log_softmax", "loss"), ("mm", "GEMM"), ("matmul", "GEMM"), ("linear", "GEMM"),
+          ("tanh", "activation"), ("mm", "GEMM"), ("matmul", "GEMM"), ("linear", "GEMM"),
           ("rnn", "GEMM"), ("copy_", "copy/transpose"), ("contiguous", "copy/transpose"),
           ("_to_copy", "copy/transpose"), ("clone", "copy/transpose"),
           ("transpose", "copy/transpose"), ("permute", "copy/transpose"))
