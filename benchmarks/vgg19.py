@@ -32,12 +32,12 @@ module (``python -m benchmarks --models`` does).
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
 
 from .foundation import row
+from .timing import interleaved
 
 __all__ = ["vgg19_jax", "forward", "forward_channels_last", "compile_time", "gradient",
            "small_cnn_step", "memory", "conv_layers", "ALL", "main"]
@@ -164,15 +164,7 @@ def _jit_same_options(fn, *args, **static):
 
 def _interleaved(fns: dict, repeat: int) -> dict[str, float]:
     """Median seconds of one call of each function, calls interleaved, one warm-up each."""
-    for f in fns.values():
-        f()
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, f in fns.items():
-            t0 = time.perf_counter()
-            f()
-            samples[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in samples.items()}
+    return interleaved(fns, repeat)
 
 
 def forward(cfg, batches=(1, 8), torch_compile: bool = False) -> list[dict]:

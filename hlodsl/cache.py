@@ -70,7 +70,7 @@ class BoundedCache:
                 hit[1] = True
                 return hit[0]
             self._data[key] = [value, False]
-            self._shrink(self.maxsize)
+            self._shrink(self.maxsize, key)
         return value
 
     def get_or_make(self, key, make: Callable[[], object]):
@@ -81,12 +81,16 @@ class BoundedCache:
             return hit[0]
         return self.put(key, make())
 
-    def _shrink(self, limit: int) -> None:
+    def _shrink(self, limit: int, new=None) -> None:
         data = self._data
         while len(data) > limit:
             key = next(iter(data))
             cell = data.pop(key)
-            if cell[1]:  # used since the clock last passed: a second chance, at the back
+            # Used since the clock last passed: a second chance, at the back. So is the
+            # entry just put (``new``): were every other one used, the clock would come
+            # round to it first, and a hot cache would drop each new entry at once (an
+            # eager module's 17th signature compiled again at every call).
+            if cell[1] or key == new:
                 cell[1] = False
                 data[key] = cell
                 continue

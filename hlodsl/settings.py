@@ -51,6 +51,21 @@ class Config:
     #: Signatures kept compiled per stdlib function called eagerly (each call of an
     #: elementwise function on concrete arrays runs as one module per signature).
     eager_module_signatures: int = 16
+    #: Eager elementwise ops (and the stdlib functions that compile to one rounding
+    #: instruction) on small arrays are recorded, not run, until a value is read, and a
+    #: chain of them runs as one executable once its structure recurs (hlodsl.transforms
+    #: .lazy; docs/staging.md): the values are bit for bit those of running them one by
+    #: one. False runs every eager op at once.
+    eager_fusion: bool = True
+    #: A recorded chain runs when it has this many ops (or when a value is read).
+    eager_fusion_ops: int = 32
+    #: A chain's structure seen this many times is compiled into one executable (before
+    #: that, its ops run one by one when it runs).
+    eager_fusion_repeats: int = 2
+    #: The largest result (bytes) an eager op may have to be recorded.
+    eager_fusion_bytes: int = 65536
+    #: Compiled chains kept (the least recently used is dropped).
+    eager_fusion_cache_size: int = 256
     #: Staged sub-computations (the Python callables given to Map, Reduce, While, ...).
     subcomputation_cache_size: int = 4096
     #: A function that has compiled more signatures than this warns once, naming the

@@ -63,8 +63,10 @@ def _binary(fn, symbol: str, reflected: str):
     # (FastPath); the first call, staging and derivatives take the generic.
     fast = FastPath(fn)
 
+    binary = fast.binary
+
     def fwd(self, other):
-        out = fast((self, other))
+        out = binary(self, other)
         if out is not MISS:
             return out
         other = _adopted(other)
@@ -79,7 +81,7 @@ def _binary(fn, symbol: str, reflected: str):
         return out
 
     def rev(self, other):
-        out = fast((other, self))
+        out = binary(other, self)
         if out is not MISS:
             return out
         other = _adopted(other)

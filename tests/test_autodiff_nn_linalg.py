@@ -485,3 +485,19 @@ def test_composite_with_its_own_rule_is_differentiated():
     # ops.Asin's rule (1 / sqrt((1 - x)(1 + x))), not its expansion's ops.
     x = np.float64([-0.5, 0.25, 0.75])
     check(ops.Asin(), [x], (0,), jnp.arcsin)
+
+
+def test_a_weight_gradient_comes_out_of_its_dot_in_the_weights_layout():
+    """``x @ W``'s gradient in ``W`` is one dot of ``x`` and the cotangent, in ``W``'s
+    (in, out) layout: no transpose after it (XLA:CPU folded one into the dot as a
+    transposed operand, which YNNPACK does not take: Eigen ran it at a fifth of the
+    speed; the transformer step took 0.89x the time without it)."""
+    x = hd.array(np.ones((2, 3, 4), np.float32))
+    W = hd.array(np.arange(20, dtype=np.float32).reshape(4, 5))
+    text = str(hd.code_hlo(hd.grad(lambda W: xp.sum(xp.sin(x @ W))), W))
+    dots = [line for line in text.splitlines() if " dot(" in line]
+    assert "transpose(" not in text and len(dots) == 2, text
+    g = hd.grad(lambda W: xp.sum(xp.sin(x @ W)))(W)
+    w = np.arange(20.0).reshape(4, 5)
+    want = np.ones((4, 6)) @ np.cos(np.ones((6, 4)) @ w)
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5)

@@ -54,3 +54,31 @@ def test_soak_quick_run_gives_finite_growth_and_a_table():
     child = soak._retention_here("hlodsl", 2, "gc", 1)
     assert child.cached == 1 and child.base > 0
     assert json.loads(json.dumps(soak.dataclasses.asdict(child)))["side"] == "hlodsl"
+
+
+def test_torch_cpu_quick_run_checks_and_times_every_workload():
+    """``python -m benchmarks.torch_cpu --quick``: each peer checked equal, then timed."""
+    from benchmarks import torch_cpu
+
+    results = torch_cpu.run(quick=True, log=None)
+    assert [r["case"].split(",")[0].split(" ")[0] for r in results] == \
+        ["GPT", "ResNet", "eager", "RNN", "GEMM", "transformer", "VGG19"]
+    for r in results:
+        for side, t in {**r["times"], **r["cpu"]}.items():
+            assert math.isfinite(t) and t >= 0, (r["case"], side, t)
+        assert "hlodsl" in r["times"] or r["skipped"], r
+    assert all("torch eager" in r["times"] for r in results[:-1])
+    table = torch_cpu.table(results)
+    assert table.count("\n|") >= len(results) + 1
+
+
+def test_xla_options_and_time_split_quick_runs():
+    """The XLA-options comparison and the time split by category, on tiny sizes."""
+    from benchmarks import time_split, xla_options
+
+    rows = xla_options.run(quick=True, only={"rnn"}, sets={"+reduce"}, log=None)
+    assert [r["set"] for r in rows] == ["hlodsl", "+reduce"]
+    assert rows[0]["ratio"] == 1.0 and rows[1]["instructions"] > 0
+    (split,) = time_split.run({"rnn"}, runs=2, quick=True, log=None)
+    assert sum(split["ours"].values()) > 0 and sum(split["theirs"].values()) > 0
+    assert set(split["ours"]) <= set(time_split.CATEGORIES)

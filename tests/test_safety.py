@@ -168,6 +168,17 @@ def test_compile_cache_is_bounded_and_keeps_the_hot_signature():
     assert runtime.stats["compiles"] == before
 
 
+def test_a_full_cache_of_hot_entries_keeps_the_new_one():
+    from hlodsl.cache import BoundedCache
+
+    c = BoundedCache(3, "test")
+    for k in "abc":
+        c.put(k, k)
+        c.get(k)  # every entry used since the clock last passed
+    c.put("d", "d")  # the clock gives a, b, c a second chance, then drops a: not d
+    assert "d" in c and len(c) == 3 and "a" not in c
+
+
 def test_recompiling_warns_and_names_the_argument_that_changes():
     f = hd.compile(lambda x, lr: x * lr, static_argnames="lr")  # static: each value compiles
     x = hd.array(np.float32([1]))

@@ -20,6 +20,7 @@ from hlodsl.arrays.scalars import traced_scalar
 from hlodsl.settings import config, staging_share
 from hlodsl.arrays.tree import flatten, has_identity_static, unflatten
 
+from .lazy import record
 from .structures import types_of
 
 __all__ = ["eager", "run_eagerly", "eager_module", "FastPath", "MISS"]
@@ -158,10 +159,23 @@ def eager_module(impl: Callable, name: str) -> Callable:
         state = STATE
         if state.builders or state.traces:
             return impl(*args)
+        if compiled and config.eager_fusion:
+            # Arrays only, a signature compiled already: recorded (hlodsl.transforms.lazy)
+            plan = compiled[0]._plans.get(tuple(map(type, args)))
+            if type(plan) is list:
+                for a in args:
+                    if a._node is not None:  # escaped its staging: the long way says so
+                        break
+                else:
+                    out = record(plan[0], impl, args)
+                    if out is not None:
+                        plan[1] = True
+                        return out
         arrays = [a for a in args if type(a) in array_classes]
         # No array (only numbers), or a symbolic one that escaped its staging: the impl
-        # itself runs (and says what is wrong).
-        if not arrays or any(a._buf is None for a in arrays):
+        # itself runs (and says what is wrong). (``_node``, not ``_buf``: a recorded
+        # result has no buffer yet, and reading it would run its chain.)
+        if not arrays or any(a._node is not None for a in arrays):
             return impl(*args)
         lifted = _lift_ints(args)
         if lifted is None:  # an int that does not fit an operand's type: impl says so
@@ -171,7 +185,15 @@ def eager_module(impl: Callable, name: str) -> Callable:
                          cache_size=config.eager_module_signatures)
             c.warn_recompiles = False
             compiled.append(c)
-        return compiled[0](*lifted)
+        c = compiled[0]
+        if config.eager_fusion:
+            plan = c._plans.get(tuple(map(type, lifted)))
+            if type(plan) is list:  # a signature compiled already: record the op
+                out = record(plan[0], impl, lifted)
+                if out is not None:
+                    plan[1] = True
+                    return out
+        return c(*lifted)
 
     run.eager_compiled = compiled  # what FastPath calls once plum has chosen ``run``
     return run
@@ -226,14 +248,14 @@ class FastPath:
         _, compiled, kinds, lo, hi, cells, key = hit
         if kinds is None:  # arrays only
             for a in args:
-                if a._buf is None:  # escaped its staging: the long way says so
+                if a._node is not None:  # escaped its staging: the long way says so
                     return MISS
             lifted = args
         else:
             lifted = []
             for a, kind in zip(args, kinds):
                 if kind == _ARRAY:
-                    if a._buf is None:
+                    if a._node is not None:
                         return MISS
                 elif kind == _NUMBER or lo <= a <= hi:
                     a = traced_scalar(a)
@@ -249,7 +271,56 @@ class FastPath:
         if type(cell) is not list:
             return compiled(*lifted)
         cell[1] = True
+        if config.eager_fusion:
+            out = record(cell[0], compiled.fn, lifted)
+            if out is not None:
+                return out
         return cell[0].run(lifted)
+
+    def binary(self, a, b):
+        """``__call__((a, b))``, spelled out for two arguments: the operators' path."""
+        state = STATE
+        if state.builders or state.traces:
+            return MISS
+        types = (type(a), type(b))
+        hit = self.table.get(types)
+        if hit is None:
+            return MISS
+        decision, compiled, kinds, lo, hi, cells, key = hit
+        g = self.generic
+        # plum's decision is still the one remembered (cached_method, inlined; learn
+        # checked that this plum keeps these attributes)
+        if compiled is None or g._pending or g._cache.get(types) is not decision:
+            return MISS
+        if kinds is None:  # arrays only
+            if a._node is not None or b._node is not None:  # escaped its staging
+                return MISS
+        else:
+            ka, kb = kinds
+            if ka == _ARRAY:
+                if a._node is not None:
+                    return MISS
+            elif ka == _NUMBER or lo <= a <= hi:
+                a = traced_scalar(a)
+            else:  # an int the operands' type cannot hold: the long way raises
+                return MISS
+            if kb == _ARRAY:
+                if b._node is not None:
+                    return MISS
+            elif kb == _NUMBER or lo <= b <= hi:
+                b = traced_scalar(b)
+            else:
+                return MISS
+            key = (type(a), type(b))
+        cell = cells.get(key) if cells is not None else None
+        if type(cell) is not list:
+            return compiled(a, b)
+        cell[1] = True
+        if config.eager_fusion:
+            out = record(cell[0], compiled.fn, (a, b))
+            if out is not None:
+                return out
+        return cell[0].run((a, b))
 
     def _bound(self) -> None:
         # Bounded as every cache (it holds no executable, only what to call): past four
@@ -266,6 +337,8 @@ class FastPath:
         types = tuple(map(type, args))
         decision = cached_method(self.generic, types)
         if decision is None:  # plum does not cache these types: ask it every time
+            return False
+        if not hasattr(self.generic, "_pending"):  # what ``binary`` reads of plum's
             return False
         known = self.table.get(types)
         if known is not None and known[0] is decision:

@@ -91,6 +91,10 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
 
     _buf: object  # PJRT buffer (a jax Array, used only as a device buffer)
     _node: object  # staging graph node, when symbolic
+    #: A recorded eager result's chain (hlodsl.transforms.lazy) until it runs; the
+    #: instance attribute shadows this while the array has no buffer.
+    _pending = None
+    _node = None  # (a recorded result sets no node of its own)
 
     @classmethod
     def __init_type_parameter__(cls, dtype=ElementType, shape=_ANY_SHAPE):
@@ -138,6 +142,16 @@ class Array(HostConversion, DevicePlacement, metaclass=ArrayMeta):
         a._buf = None
         a._node = node
         return a
+
+    def __getattr__(self, name: str):
+        # A recorded eager result (hlodsl.transforms.lazy) has no buffer until its chain
+        # runs: reading ``_buf`` runs it, so every reader of a value gets one. Arrays that
+        # hold a buffer (or a node) never come here: their ``_buf`` is an attribute.
+        if name == "_buf":
+            chain = self._pending
+            if chain is not None:
+                return chain.force(self)
+        raise AttributeError(f"{type(self).__qualname__!r} object has no attribute {name!r}")
 
     # -- static properties ---------------------------------------------------
 

@@ -59,11 +59,15 @@ def traced_scalar(value):
     """``value`` (a Python float/complex/int, or a numpy scalar) as the array a compiled
     function receives for it: weakly typed for a Python number."""
     t = type(value)
-    if t is float:  # the common case, keyed without numpy (hex: -0.0 and nan are exact)
-        key = value.hex()
-        out = _ARRAYS.get(key)
-        if out is not None:  # (before the import below: it costs as much as this lookup)
-            return out
+    if t is float:  # the common case, keyed without numpy
+        # By the float itself (one dict read: eager loops call this per op), except where
+        # equal floats differ (0.0 and -0.0) or a float is not equal to itself (nan): by
+        # its hex spelling there. No other key of the cache is a float.
+        key = value if value and value == value else value.hex()
+        hit = _ARRAYS._data.get(key)
+        if hit is not None:  # (before the import below: it costs as much as this lookup)
+            hit[1] = True
+            return hit[0]
     else:
         key = None
     from .array import array

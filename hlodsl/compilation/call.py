@@ -44,7 +44,7 @@ from hlodsl.runtime import Executable, compile_hlo, is_deleted
 from hlodsl.arrays.tree import LEAF, children_of, unflatten
 
 __all__ = ["Entry", "DonatingEntry", "CallTable", "Layout", "run_entry", "any_sharded",
-           "use_sharding", "forget"]
+           "use_sharding", "forget", "before_donation"]
 
 _new = object.__new__
 
@@ -59,6 +59,16 @@ def use_sharding(runner) -> None:
     ``build(staged, name, in_shardings, out_shardings) -> Entry`` and
     ``run(entry, leaves)`` (an unpartitioned entry called on sharded arrays)."""
     _SHARDED[:] = [runner]
+
+
+# What runs before a call donates buffers (hlodsl.transforms.lazy: the recorded eager ops,
+# whose inputs may be among them), handed in by the transformations layer.
+_BEFORE_DONATION: list = []
+
+
+def before_donation(fn) -> None:
+    """Make ``fn()`` run before every call that donates argument buffers."""
+    _BEFORE_DONATION[:] = [fn]
 
 
 def any_sharded(leaves) -> bool:
@@ -80,9 +90,10 @@ class Entry:
 
     __slots__ = ("staged", "exe", "out_classes", "out_class", "out_tree", "single",
                  "rebuild", "name", "described", "reports", "partitioned", "plans",
-                 "unused_donations")
+                 "unused_donations", "lazy")
 
     def __init__(self, staged, exe: Executable):
+        self.lazy = None  # hlodsl.transforms.lazy: (elements, bytes) if recordable, or False
         self.described: dict | None = None  # argument path -> what this signature holds
         self.reports: tuple = ()  # what the passes over the staged program changed
         self.partitioned: dict | None = None  # argument shardings -> partitioned entry
@@ -148,6 +159,8 @@ class DonatingEntry(Entry):
         self.consumed = ConsumedBuffer(name)
 
     def run(self, leaves) -> object:
+        for flush in _BEFORE_DONATION:
+            flush()
         bufs = [a._buf for a in leaves]
         ids = list(map(id, bufs))
         for j in self.donated:

@@ -147,10 +147,11 @@ def extra_compiler_options(options: dict[str, str | bool | int]):
         _EXTRA.options = before
 
 
-def _options(num_replicas: int, num_partitions: int):
+def _options(num_replicas: int, num_partitions: int, extra: dict | None = None):
     opts = xc.CompileOptions()
     opts.env_option_overrides = list({**compiler_options(),
-                                      **getattr(_EXTRA, "options", {})}.items())
+                                      **getattr(_EXTRA, "options", {}),
+                                      **(extra or {})}.items())
     n = num_replicas * num_partitions
     if n > 1:
         if n > device_count():
@@ -198,7 +199,8 @@ def release_host_memory() -> bool:
 def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
                 out_types: list[tuple[tuple[int, ...], np.dtype]] | None = None,
                 stablehlo: bytes | None = None,
-                host_callbacks: tuple | None = None) -> Executable:
+                host_callbacks: tuple | None = None,
+                options: dict[str, str] | None = None) -> Executable:
     """Parse and compile HLO module text.
 
     One device by default; ``num_replicas`` x ``num_partitions`` devices for
@@ -208,7 +210,8 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     bytecode, an exported artifact's) is what compiles then, ``text`` only
     names it in errors: XLA's HLO printer writes a ``-0.0`` constant as ``-0``,
     which its parser reads back as ``0.0``, so text converted from StableHLO
-    is not the program.
+    is not the program. ``options`` are XLA debug options for this compile, on top
+    of (and over) ``compiler_options()``.
 
     ``host_callbacks`` are ``(name, callable)`` pairs: the Python functions the
     program's Python-callback custom calls name by index (``hlodsl.runtime.
@@ -218,7 +221,7 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     """
     be = backend()
     n = num_replicas * num_partitions
-    opts = _options(num_replicas, num_partitions)
+    opts = _options(num_replicas, num_partitions, options)
     if "lapack_" in text:
         initialize_lapack()
     if host_callbacks is None:
