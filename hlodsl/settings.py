@@ -189,6 +189,8 @@ _VALIDATORS = {
     "eager_trace_cache": _flag, "persistent_cache": _flag, "persistent_cache_bytes": _bytes,
     "linalg_kernels": _choice, "default_matmul_precision": _choice, "default_float": _choice,
     "untrusted_read_timeout_s": _seconds, "auto_memory_fraction": _fraction,
+    "eager_fusion": _flag, "eager_fusion_ops": _count(1), "eager_fusion_repeats": _count(1),
+    "eager_fusion_bytes": _count(0), "eager_fusion_cache_size": _count(1),
 }
 _FIELDS = tuple(_VALIDATORS)
 
