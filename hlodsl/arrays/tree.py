@@ -256,7 +256,7 @@ def flat_treedef(n: int):
     return (tuple, ((tuple, (LEAF,) * n), (dict, (), ())))
 
 
-def unflatten(treedef, leaves, node=None, statics=None):
+def unflatten(treedef, leaves, *, node=None, statics=None):
     """Rebuild the structure from ``treedef`` and an iterable of leaves.
 
     ``node(node, aux, children)``, if given, stands in for registered classes'

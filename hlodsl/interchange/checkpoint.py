@@ -266,7 +266,7 @@ def load(path, like=None):
         out.append(_device(host, leaf, name))
     if described["format"] == 1:  # saved without values: like's stay
         return unflatten(treedef, out)
-    return unflatten(treedef, out, [statics[p] for p, _ in like_statics])
+    return unflatten(treedef, out, statics=[statics[p] for p, _ in like_statics])
 
 
 def _read(path: str):
