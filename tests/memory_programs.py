@@ -43,6 +43,13 @@ VALUE_CAP = 16 * MiB
 #: sums (slices accumulate), so results agree to rounding, not bit for bit
 #: (docs/memory.md). ``atol`` is relative to the largest magnitude of the leaf.
 RTOL = {"float32": 2e-3, "float64": 1e-9}
+#: Layer norm only over 3 features or more. Over 2 it maps every row to nearly +-(1, -1)
+#: (d / sqrt(d^2 + eps)): rows then differ by ~1e-6, the size of float32 rounding, and an
+#: arg-max over them is decided by rounding, which any reassociation (the passes', or
+#: XLA's own fusion choices) changes. The stress run found exactly that (seed 122:
+#: layer_norm(p1, 2) -> attention -> take(p2, argmax(., axis=0)), the gradient off by
+#: whole cotangents): a near-tie, not a contract the passes can keep (docs/memory.md).
+LN_MIN_FEATURES = 3
 
 VARIANTS = ("plain", "plain", "grad", "grad", "import", "jax", "jax_grad")
 
@@ -404,7 +411,7 @@ class _Gen:
                       f"jax.nn.log_softmax({a[0]}, axis={ax})")
 
     def s_layer_norm(self):
-        a = self.pick(lambda s: len(s) >= 1 and s[-1] >= 2)
+        a = self.pick(lambda s: len(s) >= 1 and s[-1] >= LN_MIN_FEATURES)
         if a is None:
             return self.s_unary()
         self.emit(a[1], f"nn.layer_norm({a[0]}, {a[1][-1]})", f"_ln({a[0]})")
@@ -486,7 +493,7 @@ class _Gen:
         if not self.fits((t, t)):
             return self.s_unary()
         h = a[0]
-        if self.draw(st.booleans()):
+        if k >= LN_MIN_FEATURES and self.draw(st.booleans()):
             h = self.emit(a[1], f"nn.layer_norm({h}, {k})", f"_ln({h})")
         e = self.draw(st.sampled_from((4, 8, 16, 32, 64)))
         w = [self.param((k, e), fan_in=k) for _ in range(3)]
@@ -500,7 +507,7 @@ class _Gen:
     def block(self, v: str, shape: tuple, depth: int = 0) -> tuple[str, str]:
         """A shape-keeping expression of ``v`` (hd, jax), with large values inside."""
         kinds = ["tanh", "softmax"]
-        if len(shape) >= 1 and shape[-1] >= 2:
+        if len(shape) >= 1 and shape[-1] >= LN_MIN_FEATURES:
             kinds.append("layer_norm")
         if len(shape) == 1 and self.fits((shape[0], shape[0])):
             kinds += ["kernel", "kernel"]
