@@ -106,7 +106,9 @@ class Dot(HloOp, opcode="dot"):
     in operand order). ``preferred_element_type`` sets the result's element type
     (e.g. f32 accumulation of bf16 inputs). ``algorithm`` names HLO's dot
     algorithm (``"dot_bf16_bf16_f32"``, ... see ``ALGORITHMS``) for floating
-    operands; XLA:CPU accepts it but computes at the operands' precision.
+    operands. XLA:CPU computes at the operands' precision whatever is asked, so the
+    module compiled for it drops the algorithm (its small-dot emitter would refuse it);
+    ``code_hlo`` and exported programs keep it.
 
     >>> import hlodsl as hd
     >>> A = hd.array(np.float32([[1, 2]])); B = hd.array(np.float32([[3], [4]]))

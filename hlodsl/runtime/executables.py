@@ -266,7 +266,7 @@ def compile_and_load(be, text: str, devices: tuple, opts, shape: tuple,
 
     device_list = xc.DeviceList(devices)
     if host_callbacks:
-        module = compat.hlo_to_stablehlo(text) if stablehlo is None else stablehlo
+        module = compat.hlo_to_stablehlo(text, be.platform) if stablehlo is None else stablehlo
         exe = compat.compile_with_host_callbacks(be, module, device_list, opts,
                                                  list(host_callbacks))
         stats["compiles"] += 1
@@ -294,7 +294,7 @@ def compile_and_load(be, text: str, devices: tuple, opts, shape: tuple,
                 warnings.warn(disk_cache.CacheWarning(
                     f"persistent compile cache: an entry could not be loaded ({e}); "
                     "compiling the module again"))
-    module = compat.hlo_to_stablehlo(text) if stablehlo is None else stablehlo
+    module = compat.hlo_to_stablehlo(text, be.platform) if stablehlo is None else stablehlo
     exe = be.compile_and_load(module, device_list, opts)
     stats["compiles"] += 1
     if name is not None:
@@ -392,7 +392,7 @@ def explain(text: str, message: str, be=None, opts=None, n: int = 1) -> str:
     source = re.search(r"^(?:[A-Z_]+: )?(.+?):(\d+):\d+: error", message, flags=re.MULTILINE)
     if source and be is not None and "metadata=" in text:
         try:
-            be.compile_and_load(compat.hlo_to_stablehlo(METADATA.sub("", text)),
+            be.compile_and_load(compat.hlo_to_stablehlo(METADATA.sub("", text), be.platform),
                                 xc.DeviceList(tuple(be.local_devices()[:n])), opts)
         except Exception as e:  # the same rejection, now located by instruction
             message = str(e)

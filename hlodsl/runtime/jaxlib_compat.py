@@ -138,14 +138,16 @@ def available() -> dict[str, bool]:
 _to_stablehlo = private("jaxlib._jax.mlir.hlo_to_stablehlo")
 
 
-def hlo_to_stablehlo(text: str) -> bytes:
-    """StableHLO bytecode for an HLO module given as text (XLA's own parser reads it)."""
+def hlo_to_stablehlo(text: str, platform: str | None = None) -> bytes:
+    """StableHLO bytecode for an HLO module given as text (XLA's own parser reads it),
+    legalized for ``platform`` (the runtime's, when compiling; None: portable, as export
+    writes it)."""
     if _to_stablehlo is None:
         raise ImportError(f"jaxlib {jax.__version__} has no jaxlib._jax.mlir.hlo_to_stablehlo, "
                           "which hlodsl compiles through; install a jaxlib in the range "
                           "pyproject.toml declares")
     module = xc.hlo.hlo_module_from_text(text)
-    return legalize(_to_stablehlo(module.as_serialized_hlo_module_proto()))
+    return legalize(_to_stablehlo(module.as_serialized_hlo_module_proto()), platform)
 
 
 # XLA's HLO -> StableHLO conversion leaves two things that are not portable StableHLO:
@@ -158,10 +160,15 @@ def hlo_to_stablehlo(text: str) -> bytes:
 #   algorithm rides along as a discardable attribute that XLA:CPU drops and XLA:GPU
 #   refuses ("failed to legalize operation 'stablehlo.dot'"). Such a dot is rewritten as
 #   the ``stablehlo.dot_general`` it is (lhs's last dimension against rhs's first), which
-#   carries the algorithm as jax writes it.
+#   carries the algorithm as jax writes it. For XLA:CPU (``platform="cpu"``) the algorithm
+#   is dropped from every dot instead: XLA:CPU computes at the operands' precision whatever
+#   is asked (the same bits with and without, measured on f32 16..256), and its elemental
+#   emitter (the small dots no library takes) refuses any algorithm ("Algorithm not
+#   supported by the ElementalIrEmitter"), which fails jax's own jit on a 1x2 @ 2x1 dot.
 # Both names are strings of the bytecode: a module without them is not parsed at all.
 _LEGALIZED = (b"copy", b"algorithm")
 _SHARDINGS = ("mhlo.sharding", "mhlo.frontend_attributes")
+_DOTS = ("stablehlo.dot", "stablehlo.dot_general")
 
 
 @functools.lru_cache(maxsize=None)
@@ -201,10 +208,11 @@ def module_text(data: bytes) -> str:
         return str(ir.Module.parse(data))
 
 
-def legalize(data: bytes) -> bytes:
+def legalize(data: bytes, platform: str | None = None) -> bytes:
     """StableHLO bytecode from XLA's HLO -> StableHLO conversion with its ``mhlo.copy``
     ops removed and its rank-2 ``stablehlo.dot`` ops with an algorithm written as
-    ``stablehlo.dot_general`` (see above); the same bytes when there is neither."""
+    ``stablehlo.dot_general`` (see above), or for ``platform="cpu"`` every dot's algorithm
+    dropped; the same bytes when there is nothing to change."""
     if not any(word in data for word in _LEGALIZED):
         return data
     mlir = _mlir()
@@ -218,7 +226,8 @@ def legalize(data: bytes) -> bytes:
         def visit(op):
             # A copy that carries a sharding is a partitioner's hint: it stays.
             if (op.name == "mhlo.copy" and not any(a in _SHARDINGS for a in op.attributes)) \
-                    or (op.name == "stablehlo.dot" and "algorithm" in op.attributes):
+                    or (op.name in _DOTS and "algorithm" in op.attributes
+                        and (platform == "cpu" or op.name == "stablehlo.dot")):
                 found.append(op)
             return ir.WalkResult.ADVANCE
 
@@ -228,6 +237,9 @@ def legalize(data: bytes) -> bytes:
         for op in found:
             if op.name == "mhlo.copy":
                 op.results[0].replace_all_uses_with(op.operands[0])
+            elif platform == "cpu":
+                del op.attributes["algorithm"]
+                continue
             else:
                 lhs, rhs = op.operands
                 numbers = stablehlo.DotDimensionNumbers.get(
