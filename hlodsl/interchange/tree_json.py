@@ -6,7 +6,7 @@ source of the exported function can call it (hlodsl.interchange.exported).
 >>> _type_json(hd.ArrayType(hd.float32, (2, 3)))
 {'dtype': 'float32', 'shape': [2, 3]}
 >>> _type_from_json(_type_json(hd.ArrayType(hd.float32, (2, 3))))
-f32[2,3]
+ArrayType(float32, (2, 3))
 """
 
 from __future__ import annotations

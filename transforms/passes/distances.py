@@ -36,7 +36,7 @@ something else also reads (the (n, m, d) tensor would exist anyway).
 array([[ 1., 25.,  2.],
        [ 1., 13.,  0.]], dtype=float32)
 >>> print(f.report(x, y))
-distances: 14 -> 21 instructions
+distances: 12 -> 21 instructions
   squared distances f32[2,3] over f32[2,3,2] -> one dot (no f32[2,3,2] intermediate)
 """
 
