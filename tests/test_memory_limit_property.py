@@ -31,7 +31,7 @@ from hlodsl.stdlib import nn
 import memory_programs as mp
 
 #: Examples per run in the suite (CI's budget); the stress script draws more, and larger.
-EXAMPLES = int(os.environ.get("HLODSL_MEMORY_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("HLODSL_MEMORY_EXAMPLES", "250"))
 #: The suite's programs are small (naive temps of 10 KiB to 2 MiB): cheap compiles.
 SUITE_NAIVE_MAX = 2 * mp.MiB
 
