@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     done = [0]
 
-    @settings(max_examples=args.n, deadline=None, database=None, derandomize=args.seed is not None,
+    @settings(max_examples=args.n, deadline=None, database=None,
               suppress_health_check=list(HealthCheck), print_blob=False)
     @given(mp.programs(variants=variants))
     def run(program):
@@ -157,9 +157,10 @@ def main(argv: list[str]) -> int:
             print(f"[{done[0]} programs, {time.perf_counter() - start:.0f} s] "
                   f"{dict(counts)}", flush=True)
 
-    if args.seed is not None:
-        import random
-        random.seed(args.seed)
+    if args.seed is not None:  # hypothesis draws from its own seed, not random's
+        from hypothesis import seed
+
+        run = seed(args.seed)(run)
     run()
     total = sum(v for k, v in counts.items() if k != "out of range")
     print(f"\n{total} programs checked in {time.perf_counter() - start:.0f} s "
