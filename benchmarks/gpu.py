@@ -161,19 +161,13 @@ def transformer(cfg: Settings, size: dict) -> list[dict]:
     import hlodsl as hd
     import hlodsl.stdlib as xp
 
-    from .workloads import _adam, _block, _block_params
+    from .workloads import _block_params, _block_step
 
     b, t_, d, heads, f_ = size["block"]
     params = _block_params(d=d, f=f_)
     x = np.random.default_rng(1).standard_normal((b, t_, d)).astype(np.float32)
 
-    def step_hd(p, m, v, x):
-        g = hd.grad(lambda p: xp.mean(_block(xp, p, x, heads) ** 2))(p)
-        return _adam(xp, None, p, g, m, v, 1)
-
-    def step_jax(p, m, v, x):
-        g = jax.grad(lambda p: jnp.mean(_block(jnp, p, x, heads) ** 2))(p)
-        return _adam(jnp, None, p, g, m, v, 1)
+    step_hd, step_jax = _block_step(xp, hd.grad, heads), _block_step(jnp, jax.grad, heads)
 
     zeros = {k: np.zeros_like(a) for k, a in params.items()}
     hp, hz = ({k: hd.array(a) for k, a in t.items()} for t in (params, zeros))

@@ -24,9 +24,11 @@ import hlodsl as hd
 import hlodsl.stdlib as xp
 
 
-def _hlodsl(weights, x, wrap, group):
+def _stack_loss(lib, wrap, group):
+    """The residual stack's loss written with ``lib`` (``hlodsl.stdlib`` or
+    ``jax.numpy``), ``wrap`` (remat or the identity) around each ``group`` of layers."""
     def layer(W, x):
-        return xp.tanh(W[1] @ xp.tanh(W[0] @ x)) + x
+        return lib.tanh(W[1] @ lib.tanh(W[0] @ x)) + x
 
     def block(Ws, x):
         for W in Ws:
@@ -36,26 +38,19 @@ def _hlodsl(weights, x, wrap, group):
     def loss(Ws, x):
         for i in range(0, len(Ws), group):
             x = wrap(block)(Ws[i:i + group], x)
-        return xp.sum(x * x)
+        return lib.sum(x * x)
 
+    return loss
+
+
+def _hlodsl(weights, x, wrap, group):
+    loss = _stack_loss(xp, wrap, group)
     args = ([(hd.array(a), hd.array(b)) for a, b in weights], hd.array(x))
     return hd.compile(hd.grad(loss)).memory_stats(*args)["temp_size_in_bytes"]
 
 
 def _jax(weights, x, wrap, group):
-    def layer(W, x):
-        return jnp.tanh(W[1] @ jnp.tanh(W[0] @ x)) + x
-
-    def block(Ws, x):
-        for W in Ws:
-            x = layer(W, x)
-        return x
-
-    def loss(Ws, x):
-        for i in range(0, len(Ws), group):
-            x = wrap(block)(Ws[i:i + group], x)
-        return jnp.sum(x * x)
-
+    loss = _stack_loss(jnp, wrap, group)
     compiled = jax.jit(jax.grad(loss)).lower(weights, x).compile()
     return compiled.memory_analysis().temp_size_in_bytes
 

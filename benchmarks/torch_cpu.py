@@ -378,20 +378,14 @@ def transformer(cfg: Cfg) -> dict:
     import hlodsl as hd
     import hlodsl.stdlib as xp
 
-    from .workloads import B, D, F, H, T, _adam, _block, _block_params
+    from .workloads import B, D, F, H, T, _adam, _block, _block_params, _block_step
 
     b, t_, d, heads, f_ = (2, 8, 32, 2, 64) if cfg.quick else (B, T, D, H, F)
     params = _block_params(d=d, f=f_)
     x = np.random.default_rng(1).standard_normal((b, t_, d)).astype(np.float32)
     zeros = {k: np.zeros_like(a) for k, a in params.items()}
 
-    def step_hd(p, m, v, x):
-        g = hd.grad(lambda p: xp.mean(_block(xp, p, x, heads) ** 2))(p)
-        return _adam(xp, None, p, g, m, v, 1)
-
-    def step_jax(p, m, v, x):
-        g = jax.grad(lambda p: jnp.mean(_block(jnp, p, x, heads) ** 2))(p)
-        return _adam(jnp, None, p, g, m, v, 1)
+    step_hd, step_jax = _block_step(xp, hd.grad, heads), _block_step(jnp, jax.grad, heads)
 
     TX = _torch_xp()
     tp = {k: torch.tensor(a, requires_grad=True) for k, a in params.items()}

@@ -78,6 +78,16 @@ def _adam(xp, grad, p, g, m, v, t):
     return p, m, v
 
 
+def _block_step(xp, grad, heads=H):
+    """One Adam step of the block on the loss ``mean(block(x) ** 2)``, written with ``xp``
+    (``hlodsl.stdlib`` or ``jax.numpy``) and its ``grad`` (``hd.grad`` or ``jax.grad``)."""
+    def step(p, m, v, x):
+        g = grad(lambda p: xp.mean(_block(xp, p, x, heads) ** 2))(p)
+        return _adam(xp, None, p, g, m, v, 1)
+
+    return step
+
+
 def transformer(cfg: Settings) -> list[dict]:
     import jax
     import jax.numpy as jnp
@@ -88,15 +98,7 @@ def transformer(cfg: Settings) -> list[dict]:
     params = _block_params()
     x = np.random.default_rng(1).standard_normal((B, T, D)).astype(np.float32)
 
-    def step_hd(p, m, v, x):
-        loss = lambda p: xp.mean(_block(xp, p, x) ** 2)  # noqa: E731
-        g = hd.grad(loss)(p)
-        return _adam(xp, None, p, g, m, v, 1)
-
-    def step_jax(p, m, v, x):
-        loss = lambda p: jnp.mean(_block(jnp, p, x) ** 2)  # noqa: E731
-        g = jax.grad(loss)(p)
-        return _adam(jnp, None, p, g, m, v, 1)
+    step_hd, step_jax = _block_step(xp, hd.grad), _block_step(jnp, jax.grad)
 
     zeros = {k: np.zeros_like(a) for k, a in params.items()}
     hp = {k: hd.array(a) for k, a in params.items()}
