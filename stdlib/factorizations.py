@@ -161,18 +161,21 @@ def linear_rules(primal, residual, tangent):
 
 # -- Cholesky on cuSOLVER and LAPACK (HLO's cholesky, XLA's expander, elsewhere) -----------
 
-def _cholesky_primal(a: Array) -> Array:
-    low, info = cusolver.potrf(a, lower=True)  # reads the lower triangle, as ops.Cholesky
+def _lower_factor(low: Array, info: Array) -> Array:
+    """A potrf factor as cholesky returns it: NaN where it failed, the upper triangle 0."""
     low = lapack.nan_where_failed(info, low)
-    return ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
+    return ops.Select()(triangle_mask(low.shape, True), low, filled(0, low.dtype, low.shape))
+
+
+def _cholesky_primal(a: Array) -> Array:
+    return _lower_factor(*cusolver.potrf(a, lower=True))  # the lower triangle, as ops.Cholesky
 
 
 def _cholesky_lapack_primal(a: Array) -> Array:
     # LAPACK's potrf, as jax calls it on a CPU: 4-8x faster at n=64 than XLA's expansion
     # of HLO's cholesky (a while loop over the columns).
     low, info = lapack.potrf(lapack.to_kernel(a), lower=True)
-    low = lapack.nan_where_failed(info, lapack.from_kernel(low))
-    return ops.Select()(triangle_mask(a.shape, True), low, filled(0, a.dtype, a.shape))
+    return _lower_factor(lapack.from_kernel(low), info)
 
 
 def _phi(x: Array) -> Array:
