@@ -9,8 +9,9 @@ interleaved, after checking that they agree. Besides the time (wall and CPU medi
 two counts that no load moves: instructions in the optimised HLO and XLA's temporary
 bytes.
 
-The option sets (``SETS``): hlodsl's (YNNPACK for dots only), XLA's defaults (what jax
-runs), the library fusion types one at a time on top of hlodsl's, oneDNN and XNNPACK
+The option sets (``SETS``): hlodsl's (YNNPACK for dots only, and the options
+``runtime.PROGRAM_RULES`` choose per program: YNNPACK's reductions where the program has
+split reductions), the same without those rules, XLA's defaults (what jax runs), the library fusion types one at a time on top of hlodsl's, oneDNN and XNNPACK
 for the dots, no library at all (XLA's own Eigen kernels), 512-bit vectors, and the
 concurrency-optimised scheduler.
 """
@@ -29,8 +30,10 @@ __all__ = ["SETS", "CASES", "run", "main"]
 
 _YNN = "xla_cpu_experimental_ynn_fusion_type"
 _T = "LIBRARY_FUSION_TYPE_"
+_NO_RULES = "program rules"  # not an XLA option: runtime.PROGRAM_RULES emptied
 SETS = {
     "hlodsl": {_YNN: _T + "INDIVIDUAL_DOT"},
+    "no program rules": {_YNN: _T + "INDIVIDUAL_DOT", _NO_RULES: "off"},
     "XLA default": {},
     "+reduce": {_YNN: f"{_T}INDIVIDUAL_DOT,{_T}REDUCE"},
     "+eltwise": {_YNN: f"{_T}INDIVIDUAL_DOT,{_T}ELTWISE"},
@@ -54,15 +57,21 @@ SETS = {
 
 @contextlib.contextmanager
 def options(opts: dict):
-    """``runtime.COMPILER_OPTIONS["cpu"]`` set to ``opts`` while the block runs."""
+    """``runtime.COMPILER_OPTIONS["cpu"]`` set to ``opts`` while the block runs (and
+    ``runtime.PROGRAM_RULES["cpu"]`` emptied where ``opts`` turns the rules off)."""
     from hlodsl import runtime
 
-    kept = runtime.COMPILER_OPTIONS.get("cpu")
-    runtime.COMPILER_OPTIONS["cpu"] = dict(opts)
+    opts = dict(opts)
+    rules_off = opts.pop(_NO_RULES, None) == "off"
+    kept, rules = runtime.COMPILER_OPTIONS.get("cpu"), runtime.PROGRAM_RULES.get("cpu", [])
+    runtime.COMPILER_OPTIONS["cpu"] = opts
+    if rules_off:
+        runtime.PROGRAM_RULES["cpu"] = []
     try:
         yield
     finally:
         runtime.COMPILER_OPTIONS["cpu"] = kept
+        runtime.PROGRAM_RULES["cpu"] = rules
 
 
 # -- the workloads: (function for hd.compile, its arguments) ------------------------------

@@ -16,6 +16,7 @@ What it holds, by concern:
 | ``client`` | the PJRT client (backend, platform, devices, free memory, versions), the fork guard |
 | ``buffers`` | device buffers: host data in (copied) and out, DLPack |
 | ``executables`` | compiling HLO text with hlodsl's XLA options, running executables, errors |
+| ``program_options`` | XLA options chosen per program from its text (YNNPACK reductions for split reductions on XLA:CPU) |
 | ``lapack`` | binding jaxlib's LAPACK kernels before a program calls them |
 | ``host_callbacks`` | programs that call Python: the custom-call target per platform, running them |
 | ``cuda`` | what jax's CUDA plugin offers: cuSOLVER targets, cuSOLVER/cuDNN versions, compute capability |
@@ -63,6 +64,7 @@ from .executables import (  # noqa: E402
     extra_compiler_options, release_host_memory, stats,
 )
 from .lapack import lapack_kernels  # noqa: E402
+from .program_options import PROGRAM_RULES, program_options  # noqa: E402
 from .host_callbacks import callback_target  # noqa: E402
 from .cuda import compute_capability, cudnn_version, cusolver_kernels, cusolver_version  # noqa: E402
 from .artifacts import artifact_mlir_text, artifact_module, portable_artifact  # noqa: E402
@@ -97,6 +99,7 @@ __all__ = [
     "check_process", "to_device", "to_host", "is_buffer", "adopt", "copy_buffer",
     "is_deleted", "wait", "device_index", "to_dlpack", "dlpack_device", "from_dlpack",
     "Executable", "compile_hlo", "stats", "COMPILER_OPTIONS", "compiler_options",
+    "PROGRAM_RULES", "program_options",
     "extra_compiler_options", "release_host_memory", "cost_analysis", "lapack_kernels",
     "callback_target", "cusolver_kernels",
     "cusolver_version", "cudnn_version", "compute_capability", "free_memory",

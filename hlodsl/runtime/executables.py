@@ -33,6 +33,7 @@ from .buffers import aval, single_device
 from .client import backend, device_count, platform, track, x64
 from .host_callbacks import Recorded, with_callbacks
 from .lapack import initialize_lapack
+from .program_options import program_options
 
 __all__ = ["Executable", "compile_hlo", "compile_and_load", "stats", "COMPILER_OPTIONS",
            "compiler_options", "extra_compiler_options", "release_host_memory",
@@ -102,6 +103,7 @@ class Executable:
 #: XLA debug options hlodsl compiles with, per platform, on top of XLA's
 #: defaults. An option also named in ``XLA_FLAGS`` is left to ``XLA_FLAGS``.
 #: Edit this dict to change them for the programs compiled after the edit.
+#: ``program_options.PROGRAM_RULES`` add options chosen per program over these.
 COMPILER_OPTIONS: dict[str, dict[str, str]] = {
     # XLA:CPU hands dots, convolutions and reduce-windows to YNNPACK by default.
     # Its convolutions and its merged conv+pool subgraphs are slower here than
@@ -147,9 +149,12 @@ def extra_compiler_options(options: dict[str, str | bool | int]):
         _EXTRA.options = before
 
 
-def _options(num_replicas: int, num_partitions: int, extra: dict | None = None):
+def _options(num_replicas: int, num_partitions: int, extra: dict | None = None,
+             text: str | None = None):
     opts = xc.CompileOptions()
-    opts.env_option_overrides = list({**compiler_options(),
+    base = compiler_options()
+    chosen = program_options(text, platform(), base) if text is not None else {}
+    opts.env_option_overrides = list({**base, **chosen,
                                       **getattr(_EXTRA, "options", {}),
                                       **(extra or {})}.items())
     n = num_replicas * num_partitions
@@ -221,7 +226,7 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     """
     be = backend()
     n = num_replicas * num_partitions
-    opts = _options(num_replicas, num_partitions, options)
+    opts = _options(num_replicas, num_partitions, options, text)
     if "lapack_" in text:
         initialize_lapack()
     if host_callbacks is None:
