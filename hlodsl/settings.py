@@ -76,11 +76,6 @@ class Config:
     persistent_cache: bool = True
     #: Bytes the persistent cache directory may hold; the least recently used go first.
     persistent_cache_bytes: int = 2**30
-    #: Freed C-heap memory (bytes) kept for reuse on a CPU, so that XLA:CPU's
-    #: temporaries, allocated and freed at every call, are not mapped and faulted in
-    #: afresh each time (glibc only; hlodsl.runtime.host_heap; applied at the next
-    #: compile). 0 leaves glibc's own choices.
-    host_heap_keep: int = 256 * 2**20
     #: Kernels of ``xp.linalg``'s factorizations (LU, Cholesky, eigh, eig, SVD, QR):
     #: ``"auto"`` calls jaxlib's LAPACK on a CPU, cuSOLVER on a GPU, where jaxlib has
     #: them, and HLO loops elsewhere; ``"hlo"`` always the HLO loops; ``"lapack"`` or
@@ -172,12 +167,6 @@ def _bytes(name, value):
     return memory_size(value, f"hlodsl.config.{name}")
 
 
-def _bytes_or_zero(name, value):
-    if type(value) is int and value == 0:
-        return 0
-    return memory_size(value, f"hlodsl.config.{name}")
-
-
 def _seconds(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not math.isfinite(value) or value <= 0:
@@ -198,7 +187,6 @@ _VALIDATORS = {
     "eager_program_cache_size": _count(1), "eager_module_signatures": _count(1),
     "subcomputation_cache_size": _count(1), "recompile_warning": _count(0),
     "eager_trace_cache": _flag, "persistent_cache": _flag, "persistent_cache_bytes": _bytes,
-    "host_heap_keep": _bytes_or_zero,
     "linalg_kernels": _choice, "default_matmul_precision": _choice, "default_float": _choice,
     "untrusted_read_timeout_s": _seconds, "auto_memory_fraction": _fraction,
     "eager_fusion": _flag, "eager_fusion_ops": _count(1), "eager_fusion_repeats": _count(1),

@@ -16,7 +16,6 @@ What it holds, by concern:
 | ``client`` | the PJRT client (backend, platform, devices, free memory, versions), the fork guard |
 | ``buffers`` | device buffers: host data in (copied) and out, DLPack |
 | ``executables`` | compiling HLO text with hlodsl's XLA options, running executables, errors |
-| ``host_heap`` | XLA:CPU's per-call temporaries kept in glibc's heap (``config.host_heap_keep``) |
 | ``program_options`` | XLA options chosen per program from its text (YNNPACK reductions for split reductions on XLA:CPU) |
 | ``lapack`` | binding jaxlib's LAPACK kernels before a program calls them |
 | ``host_callbacks`` | programs that call Python: the custom-call target per platform, running them |

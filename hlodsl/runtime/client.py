@@ -13,7 +13,6 @@ import jax
 from jax.extend import backend as _jax_backend
 import jaxlib.xla_client as xc
 
-from . import host_heap
 from . import jaxlib_compat as compat
 
 __all__ = ["backend", "platform", "device_count", "free_memory", "check_process", "started", "track",
@@ -37,7 +36,6 @@ def backend():
     if _forked_from is not None:
         raise _fork_error()
     if _backend is None:
-        host_heap.apply()  # before XLA's threads start (hlodsl.runtime.host_heap)
         _backend = _jax_backend.get_backend(os.environ.get("HLODSL_PLATFORM") or None)
     return _backend
 

@@ -32,7 +32,6 @@ from . import jaxlib_compat as compat
 from .buffers import aval, single_device
 from .client import backend, device_count, platform, track, x64
 from .host_callbacks import Recorded, with_callbacks
-from . import host_heap
 from .lapack import initialize_lapack
 from .program_options import program_options
 
@@ -226,8 +225,6 @@ def compile_hlo(text: str, num_replicas: int = 1, num_partitions: int = 1,
     completion before its ``execute`` returns, and raises what a callback raised.
     """
     be = backend()
-    if be.platform == "cpu":
-        host_heap.apply()
     n = num_replicas * num_partitions
     opts = _options(num_replicas, num_partitions, options, text)
     if "lapack_" in text:
