@@ -56,16 +56,15 @@ _YNN = "xla_cpu_experimental_ynn_fusion_type"
 _DOTS = "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"  # hlodsl's default (COMPILER_OPTIONS)
 _REDUCE = "LIBRARY_FUSION_TYPE_REDUCE"
 
-# One instruction: name, array shape (None for a tuple), opcode, operands, attributes.
-# Our printer writes operands as names; XLA's (an imported module) as "f32[2,3]{1,0} %x".
+# One instruction: name, array dims ("" for a tuple or a scalar), opcode, operands,
+# attributes. Our printer writes operands as names; XLA's (an imported module) as
+# "f32[2,3]{1,0} %x": _TYPE takes the types out.
 _INST = re.compile(
     r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(?:\w+\[([\d,]*)\]\S*|\([^=]*?\))\s+"
     r"([a-z][a-z0-9-]*)\(([^)]*)\)(.*)$", re.MULTILINE)
+_TYPE = re.compile(r"\w+\[[\d,]*\](?:\{[^}]*\})?")
 _DIMS = re.compile(r"dimensions=\{([\d,]*)\}")
 _FEATURE = re.compile(r"feature_index=(\d+)")
-
-
-_TYPE = re.compile(r"\w+\[[\d,]*\](?:\{[^}]*\})?")
 
 
 def _first_operand(operands: str) -> str:
@@ -80,7 +79,8 @@ def split_reductions(text: str, min_elements: int | None = None) -> list:
     ``feature_index``), over at least ``min_elements`` elements
     (``SPLIT_REDUCTION_ELEMENTS`` by default).
 
-    Shapes are read in row-major order, as hlodsl prints every module.
+    Shapes are read in row-major order, as hlodsl prints every module (an imported
+    module's other layouts only make the rule choose less well: options, not values).
     """
     if "reduce(" not in text and "batch-norm-" not in text:
         return []
