@@ -87,7 +87,16 @@ def time_once(fns: dict[str, callable], cfg: Settings) -> dict[str, float]:
 
 def interleaved(fns: dict[str, callable], repeat: int, target_s: float = 0.0,
                 warmup: int = 1, cpu: bool = False):
-    """Median seconds of one call of each function, calls interleaved (ours, peer, ...).
+    """Median seconds of one call of each function, calls interleaved (ours, peer, ...;
+    each round starting with another function, and every other ``len(fns)`` rounds in
+    reverse order: no function always runs right after the same one).
+
+    >>> seen = []
+    >>> _ = interleaved({"a": lambda: seen.append("a"), "b": lambda: seen.append("b")},
+    ...                 repeat=4, warmup=0)
+    >>> "".join(seen)
+    'abbabaab'
+
 
     For calls of milliseconds or more, where ``compare``'s 200 warm-up calls are too
     many: each function is called ``warmup`` times first; a sample is ``n`` calls, ``n``
@@ -106,8 +115,14 @@ def interleaved(fns: dict[str, callable], repeat: int, target_s: float = 0.0,
         numbers[k] = max(1, round(target_s / one)) if one > 0 else 1
     walls: dict[str, list[float]] = {k: [] for k in fns}
     cpus: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, f in fns.items():
+    order = list(fns)
+    for r in range(repeat):
+        # Each round starts with another side, and every other len(fns) rounds run in
+        # reverse: a side whose library leaves threads spinning after its call (OpenBLAS,
+        # OpenMP) would otherwise always slow the same neighbour.
+        turn = order[r % len(order):] + order[:r % len(order)]
+        for k in (turn[::-1] if (r // len(order)) % 2 else turn):
+            f = fns[k]
             n = numbers[k]
             c0, t0 = time.process_time(), time.perf_counter()
             for _ in range(n):
