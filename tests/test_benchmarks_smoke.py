@@ -82,3 +82,19 @@ def test_xla_options_and_time_split_quick_runs():
     (split,) = time_split.run({"rnn"}, runs=2, quick=True, log=None)
     assert sum(split["ours"].values()) > 0 and sum(split["theirs"].values()) > 0
     assert set(split["ours"]) <= set(time_split.CATEGORIES)
+
+
+def test_interleaved_varies_which_side_runs_after_which():
+    """``timing.interleaved``: each round starts with another side, every other len(sides)
+    rounds run in reverse, so no side always follows the same one (numpy's and torch's
+    threads spin for a while after a call, slowing whichever side comes next)."""
+    from benchmarks.timing import interleaved
+
+    seen = []
+    sides = {k: (lambda k=k: seen.append(k)) for k in "abc"}
+    times = interleaved(sides, repeat=6, warmup=0)
+    assert set(times) == set("abc") and all(t >= 0 for t in times.values())
+    rounds = ["".join(seen[i:i + 3]) for i in range(0, 18, 3)]
+    assert rounds == ["abc", "bca", "cab", "cba", "acb", "bac"]
+    after = {(seen[i], seen[i + 1]) for i in range(len(seen) - 1)}
+    assert {("a", "b"), ("c", "b")} <= after  # b follows two different sides
