@@ -91,13 +91,6 @@ def interleaved(fns: dict[str, callable], repeat: int, target_s: float = 0.0,
     each round starting with another function, and every other ``len(fns)`` rounds in
     reverse order: no function always runs right after the same one).
 
-    >>> seen = []
-    >>> _ = interleaved({"a": lambda: seen.append("a"), "b": lambda: seen.append("b")},
-    ...                 repeat=4, warmup=0)
-    >>> "".join(seen)
-    'abbabaab'
-
-
     For calls of milliseconds or more, where ``compare``'s 200 warm-up calls are too
     many: each function is called ``warmup`` times first; a sample is ``n`` calls, ``n``
     chosen per function so that a sample lasts about ``target_s`` (1 with the default).
@@ -105,6 +98,12 @@ def interleaved(fns: dict[str, callable], repeat: int, target_s: float = 0.0,
     ``(wall, cpu)``. On a machine other jobs load, CPU time moves much less than wall
     time (a thread waiting for a core is not charged), at the price of counting every
     thread's work (two busy threads for 1 ms: 2 ms).
+
+    >>> seen = []
+    >>> _ = interleaved({"a": lambda: seen.append("a"), "b": lambda: seen.append("b")},
+    ...                 repeat=4, warmup=0)
+    >>> "".join(seen)
+    'abbabaab'
     """
     numbers = {}
     for k, f in fns.items():

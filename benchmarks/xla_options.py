@@ -11,8 +11,9 @@ bytes.
 
 The option sets (``SETS``): hlodsl's (YNNPACK for dots only, and the options
 ``runtime.PROGRAM_RULES`` choose per program: YNNPACK's reductions where the program has
-split reductions), the same without those rules, XLA's defaults (what jax runs), the library fusion types one at a time on top of hlodsl's, oneDNN and XNNPACK
-for the dots, no library at all (XLA's own Eigen kernels), 512-bit vectors, and the
+split reductions), the same without those rules, XLA's defaults (what jax runs), the
+library fusion types one at a time on top of hlodsl's, oneDNN and XNNPACK for the dots,
+no library at all (XLA's own Eigen kernels), 512-bit vectors, and the
 concurrency-optimised scheduler.
 """
 

@@ -14,7 +14,7 @@ of an NCHW ``(N, C, H, W)`` activation keep ``C`` and reduce ``N``, ``H``,
 ``W``) is neither a row nor a column reduction, and XLA's own loop emitter runs
 it at a small fraction of memory speed (it also recomputes the normalised
 values inside each reduction fusion). YNNPACK's reductions take the ResNet
-training step of ``benchmarks.torch_cpu`` to 0.81x its time. Everywhere
+training step of ``benchmarks.torch_cpu`` to 0.77-0.81x its time. Everywhere
 else they cost time (a GPT step 1.04x, the transformer block step 1.39x:
 rows of 256 that XLA fuses with their producers, YNNPACK reads from memory),
 so they are not on by default: ``benchmarks.xla_options`` measures both.
@@ -42,6 +42,7 @@ so they are not on by default: ``benchmarks.xla_options`` measures both.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable
 
@@ -65,6 +66,8 @@ _INST = re.compile(
 _TYPE = re.compile(r"\w+\[[\d,]*\](?:\{[^}]*\})?")
 _DIMS = re.compile(r"dimensions=\{([\d,]*)\}")
 _FEATURE = re.compile(r"feature_index=(\d+)")
+#: The reductions and what says which dimensions they keep.
+_REDUCTIONS = {"reduce": _DIMS, "batch-norm-training": _FEATURE, "batch-norm-grad": _FEATURE}
 
 
 def _first_operand(operands: str) -> str:
@@ -90,25 +93,21 @@ def split_reductions(text: str, min_elements: int | None = None) -> list:
     found = []
     for name, dims, opcode, operands, rest in _INST.findall(text):
         shapes[name] = tuple(int(d) for d in dims.split(",") if d)  # () for a tuple
-        if opcode == "reduce":
-            m = _DIMS.search(rest)
-            reduced = {int(d) for d in m.group(1).split(",") if d} if m else None
-        elif opcode in ("batch-norm-training", "batch-norm-grad"):
-            m = _FEATURE.search(rest)
-            reduced = None
-        else:
+        says = _REDUCTIONS.get(opcode)
+        if says is None:
             continue
+        m = says.search(rest)
         src = shapes.get(_first_operand(operands))
         if m is None or not src:
             continue
         rank = len(src)
-        kept = tuple(d for d in range(rank) if d not in reduced) if reduced is not None \
-            else (int(m.group(1)),)
-        size = 1
-        for d in src:
-            size *= d
+        if says is _FEATURE:  # batch norm: one feature kept
+            kept = (int(m.group(1)),)
+        else:
+            reduced = {int(d) for d in m.group(1).split(",") if d}
+            kept = tuple(d for d in range(rank) if d not in reduced)
         k = len(kept)
-        if (size >= min_elements and 0 < k < rank and kept != tuple(range(k))
+        if (math.prod(src) >= min_elements and 0 < k < rank and kept != tuple(range(k))
                 and kept != tuple(range(rank - k, rank))):
             found.append((opcode, src, kept))
     return found
